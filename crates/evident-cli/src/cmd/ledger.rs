@@ -1,0 +1,9 @@
+//! `evident ledger` — not built yet.
+
+/// Subcommands of `evident ledger`.
+#[derive(clap::Subcommand)]
+pub enum Command {}
+
+pub fn run(command: Command) -> anyhow::Result<u8> {
+    match command {}
+}

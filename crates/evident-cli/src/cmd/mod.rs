@@ -1,0 +1,15 @@
+//! One module per subcommand. Each exposes its clap arguments and a `run` that returns
+//! the exit code (see `crate::exit`).
+
+pub mod adapt;
+pub mod audit;
+pub mod belief;
+pub mod eval;
+pub mod gate;
+pub mod key;
+pub mod ledger;
+pub mod log;
+pub mod schema;
+pub mod show;
+pub mod suite;
+pub mod verify;

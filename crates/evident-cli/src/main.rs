@@ -1,0 +1,85 @@
+//! `evident`: decides whether an AI agent's "done" is true, from evidence that the
+//! world changed, not from the agent's words.
+//!
+//! Every subcommand lives in its own module under `cmd/` and returns the process exit
+//! code; `main` only parses arguments and turns errors into exit code 2.
+
+mod cmd;
+mod exit;
+
+use clap::{Parser, Subcommand};
+
+/// Decide whether an AI agent's "done" is true, from evidence that the world changed.
+///
+/// Exit codes: 0 verified (or unverified under on_unverified warn/record),
+/// 1 refuted, 2 invalid input or usage, 3 unverified under on_unverified block.
+#[derive(Parser)]
+#[command(name = "evident", version, about, long_about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Recompute the verdict of a Completion Claim v0.1 document.
+    Verify(cmd::verify::Args),
+    /// Run an owner's contract against the world and decide an agent's claim.
+    Gate(cmd::gate::Args),
+    /// Print the JSON Schema of a document type.
+    Schema(cmd::schema::Args),
+    /// Evaluate recorded agent traces (cases JSONL) in bulk.
+    Eval(cmd::eval::Args),
+    /// Turn an agent trace into an evaluation case.
+    Adapt(cmd::adapt::Args),
+    /// Compute the completion belief (posterior) from DID/SAW evidence items.
+    Belief(cmd::belief::Args),
+    /// Run a built-in suite against a real world.
+    #[command(subcommand)]
+    Suite(cmd::suite::Command),
+    /// Audit an agent's close-out claims with real git and real test runners.
+    #[command(subcommand)]
+    Audit(cmd::audit::Command),
+    /// Manage Ed25519 signing keys.
+    #[command(subcommand)]
+    Key(cmd::key::Command),
+    /// List recorded decisions from the ledger.
+    Log(cmd::log::Args),
+    /// Show one recorded decision.
+    Show(cmd::show::Args),
+    /// Verify or export the ledger.
+    #[command(subcommand)]
+    Ledger(cmd::ledger::Command),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { exit::INVALID } else { 0 };
+            let _ = e.print();
+            return std::process::ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Verify(a) => cmd::verify::run(a),
+        Command::Gate(a) => cmd::gate::run(a),
+        Command::Schema(a) => cmd::schema::run(a),
+        Command::Eval(a) => cmd::eval::run(a),
+        Command::Adapt(a) => cmd::adapt::run(a),
+        Command::Belief(a) => cmd::belief::run(a),
+        Command::Suite(c) => cmd::suite::run(c),
+        Command::Audit(c) => cmd::audit::run(c),
+        Command::Key(c) => cmd::key::run(c),
+        Command::Log(a) => cmd::log::run(a),
+        Command::Show(a) => cmd::show::run(a),
+        Command::Ledger(c) => cmd::ledger::run(c),
+    };
+    match result {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::from(exit::INVALID)
+        }
+    }
+}
