@@ -6,6 +6,8 @@
 
 mod cmd;
 mod exit;
+mod input;
+mod report;
 
 use clap::{Parser, Subcommand};
 

@@ -1,1 +1,11 @@
-//! Pure decisions: the Completion Claim verdict (seed 000) and the completion belief (seed 004). No clock, no I/O.
+//! Pure decisions. No clock, no I/O: the decision time is always an argument.
+//!
+//! - [`verdict`]: the Completion Claim verdict (seed 000).
+//! - [`compare`]: how an observation is compared with an expectation.
+//! - [`belief`]: completion as a calibrated belief (seed 004).
+
+pub mod belief;
+pub mod compare;
+pub mod verdict;
+
+pub use verdict::{Code, Finding, Options, State, Verdict, decide};

@@ -1,0 +1,214 @@
+//! The readable report shared by `verify` and `gate`: each mutation and the evidence
+//! that covers it, why each item counted or not, and the verdict.
+
+use evident_format::{ClaimDocument, OnUnverified, Warning};
+use evident_rules::{Code, State, Verdict};
+use std::fmt::Write;
+
+/// Extra lines a caller wants under an evidence item (the gate: what it ran).
+pub type Notes<'a> = &'a dyn Fn(usize) -> Vec<String>;
+
+/// Renders the report as text.
+pub fn render(
+    doc: &ClaimDocument,
+    verdict: &Verdict,
+    warnings: &[Warning],
+    notes: Notes<'_>,
+) -> String {
+    let c = &doc.claim;
+    let mut out = String::new();
+    let _ = writeln!(out, "task      {}", c.task.id);
+    if let Some(outcome) = &c.claimed_outcome {
+        let _ = writeln!(out, "claimed   {outcome:?}");
+    }
+    match &c.policy {
+        Some(p) => {
+            let requires: Vec<_> = p.requires.iter().map(|t| t.as_str()).collect();
+            let _ = writeln!(
+                out,
+                "policy    {}: requires [{}]; max age {}; on_unverified {}",
+                p.id.as_deref().unwrap_or("(no id)"),
+                requires.join(", "),
+                p.max_age_s
+                    .map_or("none".to_string(), |m| format!("{} s", m.0)),
+                on_unverified_name(p.on_unverified.unwrap_or_default()),
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "policy    none (no required check types, no age limit)"
+            );
+        }
+    }
+
+    let _ = writeln!(out, "\nmutations");
+    if c.mutations.is_empty() {
+        let _ = writeln!(
+            out,
+            "  (none: the claim is not tied to any change in the world)"
+        );
+    }
+    for m in &c.mutations {
+        let _ = writeln!(
+            out,
+            "  {} {} {} at {}",
+            m.id,
+            m.kind,
+            m.target.as_deref().unwrap_or("-"),
+            m.at
+        );
+        let satisfied: Vec<String> = verdict
+            .findings
+            .iter()
+            .filter(|f| f.code == Code::Satisfies && c.evidence[f.evidence].covers.contains(&m.id))
+            .map(|f| format!("evidence[{}] ({})", f.evidence, f.check_type))
+            .collect();
+        let mentioned = c
+            .evidence
+            .iter()
+            .filter(|e| e.covers.contains(&m.id))
+            .count();
+        if satisfied.is_empty() {
+            let _ = writeln!(
+                out,
+                "     NOT covered by satisfying independent evidence ({mentioned} item(s) name it)"
+            );
+        } else {
+            let _ = writeln!(out, "     covered by {}", satisfied.join(", "));
+        }
+    }
+
+    let _ = writeln!(out, "\nevidence");
+    if c.evidence.is_empty() {
+        let _ = writeln!(out, "  (none: absence is unverified, never verified)");
+    }
+    for f in &verdict.findings {
+        let e = &c.evidence[f.evidence];
+        let mark = match f.code {
+            Code::Satisfies => "ok ",
+            Code::Contradicts => "NO ",
+            _ => " - ",
+        };
+        let _ = writeln!(
+            out,
+            "  [{}] {mark}{} {} — {}: {}",
+            f.evidence,
+            e.check_type,
+            e.target.as_deref().unwrap_or("-"),
+            f.code,
+            f.detail
+        );
+        let _ = writeln!(
+            out,
+            "       by {} ({}) at {}, covers [{}]",
+            e.verifier.id,
+            kind_name(e),
+            e.at,
+            e.covers.join(", ")
+        );
+        let _ = writeln!(out, "       expected {}", e.expected);
+        if let Some(err) = &e.observation_error {
+            let _ = writeln!(out, "       observed nothing: {err}");
+        } else {
+            let _ = writeln!(out, "       observed {}", e.observed_value);
+        }
+        for line in notes(f.evidence) {
+            let _ = writeln!(out, "       {line}");
+        }
+    }
+
+    if !warnings.is_empty() {
+        let _ = writeln!(out, "\nwarnings");
+        for w in warnings {
+            let _ = writeln!(out, "  {w}");
+        }
+    }
+
+    let _ = writeln!(
+        out,
+        "\nverdict   {} (decided at {})",
+        verdict.state.as_str().to_uppercase(),
+        verdict.decided_at
+    );
+    if !verdict.unmet.is_empty() {
+        let _ = writeln!(out, "unmet     {}", verdict.unmet.join(", "));
+    }
+    let _ = writeln!(out, "reason    {}", verdict.reason);
+    out
+}
+
+fn kind_name(e: &evident_format::Evidence) -> &'static str {
+    match e.verifier.kind {
+        evident_format::VerifierKind::Independent => "independent",
+        evident_format::VerifierKind::SelfAttested => "self_attested",
+        evident_format::VerifierKind::Absent => "absent",
+    }
+}
+
+fn on_unverified_name(o: OnUnverified) -> &'static str {
+    match o {
+        OnUnverified::Block => "block",
+        OnUnverified::Warn => "warn",
+        OnUnverified::Record => "record",
+    }
+}
+
+/// The exit code for a verdict under the claim's (or contract's) policy.
+pub fn exit_code(state: State, on_unverified: OnUnverified) -> u8 {
+    match (state, on_unverified) {
+        (State::Verified, _) => crate::exit::OK,
+        (State::Refuted, _) => crate::exit::REFUTED,
+        (State::Unverified, OnUnverified::Block) => crate::exit::BLOCKED,
+        (State::Unverified, OnUnverified::Warn | OnUnverified::Record) => crate::exit::OK,
+    }
+}
+
+/// Warnings the decision itself adds: a missing policy, a mutation dated after the
+/// decision, an evidence type v0.1 does not define, no trust list.
+pub fn decision_warnings(doc: &ClaimDocument, verdict: &Verdict, trust_list: bool) -> Vec<Warning> {
+    let c = &doc.claim;
+    let mut w = doc.warnings.clone();
+    let at = |path: String, message: String| Warning {
+        pos: doc.spans.nearest(&path),
+        path,
+        message,
+    };
+    if c.policy.is_none() {
+        w.push(at(
+            "policy".into(),
+            "no policy: no check type is required, there is no age limit, and unverified blocks"
+                .into(),
+        ));
+    }
+    for (i, m) in c.mutations.iter().enumerate() {
+        if m.at > verdict.decided_at {
+            w.push(at(
+                format!("mutations[{i}].at"),
+                format!(
+                    "mutation {:?} is dated after the decision time {}: no evidence can follow it yet",
+                    m.id, verdict.decided_at
+                ),
+            ));
+        }
+    }
+    for (i, e) in c.evidence.iter().enumerate() {
+        if evident_format::CheckType::parse(&e.check_type).is_none() {
+            w.push(at(
+                format!("evidence[{i}].check_type"),
+                format!("{:?} is not a v0.1 check type; it can cover mutations but no policy can require it", e.check_type),
+            ));
+        }
+    }
+    let independent = c
+        .evidence
+        .iter()
+        .any(|e| e.verifier.kind == evident_format::VerifierKind::Independent);
+    if !trust_list && independent {
+        w.push(at(
+            "evidence".into(),
+            "no trust list: `independent` is taken as asserted by the document, not proven by a signature (see --trust)".into(),
+        ));
+    }
+    w
+}

@@ -1,0 +1,280 @@
+//! The Completion Claim v0.1 document (seed 000) as Rust types, and its strict reader.
+//!
+//! Reading is two passes: [`crate::json::parse`] refuses malformed text and duplicate
+//! keys and remembers positions; then serde fills the types below, with the JSON path
+//! of any error tracked by `serde_path_to_error` and unknown fields collected by
+//! `serde_ignored` (kept in [`ClaimDocument::raw`], reported as warnings). Checks that
+//! need the whole document (duplicate mutation ids, `covers` naming no mutation) run last.
+
+use crate::json::{self, Spans};
+use crate::timestamp::Timestamp;
+use crate::{Error, Warning};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+use std::fmt;
+
+/// A Completion Claim v0.1: what an agent says it changed, and the evidence for it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "Completion Claim v0.1")]
+pub struct Claim {
+    /// Always `"0.1"`.
+    pub spec_version: SpecVersion,
+    /// What was asked.
+    pub task: Task,
+    /// What the agent asserts it did, in its own words. Recorded, never trusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_outcome: Option<String>,
+    /// Every change the agent believes it made to the world.
+    #[serde(default)]
+    pub mutations: Vec<Mutation>,
+    /// Observations of the world made after those changes.
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
+    /// Which check types this class of task requires, and how fresh they must be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+    /// A verdict written in the input is ignored and recomputed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Value>,
+}
+
+/// The only spec version this reader understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum SpecVersion {
+    #[serde(rename = "0.1")]
+    V0_1,
+}
+
+/// What was asked. `id` belongs to the caller.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Task {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
+}
+
+/// One change the agent believes it made.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Mutation {
+    /// Unique within the document; evidence names it in `covers`.
+    pub id: String,
+    /// What sort of change: `state_write`, `code_change`, `deploy`, … (free text).
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// When the change was made.
+    pub at: Timestamp,
+}
+
+/// One observation of the world, and what it was expected to show.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Evidence {
+    /// `test_run`, `endpoint_health` or `state_readback` (other names are kept, with a warning).
+    pub check_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// What the observation must show: a JSON object (checked after typing).
+    pub expected: Value,
+    /// What was observed. Anything but an object is no observation.
+    #[serde(default)]
+    pub observed_value: Value,
+    /// When the observation completed.
+    pub at: Timestamp,
+    /// Ids of the mutations this observation is about.
+    #[serde(default)]
+    pub covers: Vec<String>,
+    /// Who observed.
+    pub verifier: Verifier,
+    /// evident extension: why the verifier tried and could not observe. An item with
+    /// an error never satisfies or contradicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation_error: Option<String>,
+    /// evident extension: a DSSE envelope signing this item (see `evident key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Value>,
+}
+
+/// Who collected a piece of evidence.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Verifier {
+    pub id: String,
+    pub kind: VerifierKind,
+}
+
+/// The field that does the work: only `independent` evidence can satisfy or refute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VerifierKind {
+    Independent,
+    SelfAttested,
+    Absent,
+}
+
+/// The three check types of v0.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckType {
+    TestRun,
+    EndpointHealth,
+    StateReadback,
+}
+
+impl CheckType {
+    pub const ALL: [CheckType; 3] = [
+        CheckType::TestRun,
+        CheckType::EndpointHealth,
+        CheckType::StateReadback,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckType::TestRun => "test_run",
+            CheckType::EndpointHealth => "endpoint_health",
+            CheckType::StateReadback => "state_readback",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for CheckType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which check types a class of task requires, and how fresh evidence must be.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Policy {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub requires: Vec<CheckType>,
+    /// Evidence older than this many seconds at decision time is stale (treated as absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age_s: Option<MaxAge>,
+    /// What an `unverified` verdict does: `block` (the default) exits 3; `warn`/`record` exit 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_unverified: Option<OnUnverified>,
+}
+
+/// A non-negative, finite number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
+#[schemars(transparent)]
+pub struct MaxAge(#[schemars(range(min = 0))] pub f64);
+
+impl<'de> Deserialize<'de> for MaxAge {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        if !v.is_finite() || v < 0.0 {
+            return Err(serde::de::Error::custom(format!(
+                "max_age_s must be a non-negative number of seconds, not {v}"
+            )));
+        }
+        Ok(MaxAge(v))
+    }
+}
+
+/// What an `unverified` verdict does to the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnUnverified {
+    #[default]
+    Block,
+    Warn,
+    Record,
+}
+
+/// A claim as read: the typed view, the document exactly as given (unknown fields
+/// kept), positions for error messages, and warnings.
+#[derive(Debug, Clone)]
+pub struct ClaimDocument {
+    pub claim: Claim,
+    pub raw: Value,
+    pub spans: Spans,
+    pub warnings: Vec<Warning>,
+}
+
+impl Claim {
+    /// Reads a claim strictly. `file` names the source in error messages (`-` for stdin).
+    pub fn parse(bytes: &[u8], file: &str) -> Result<ClaimDocument, Error> {
+        let parsed = json::parse(bytes).map_err(|e| Error::syntax(file, e))?;
+        Self::from_parsed(parsed, file)
+    }
+
+    /// Types an already strictly-parsed document (used for documents embedded in others).
+    pub fn from_parsed(parsed: json::Parsed, file: &str) -> Result<ClaimDocument, Error> {
+        let json::Parsed { value, spans } = parsed;
+        let (claim, warnings): (Claim, _) = crate::typed(&value, &spans, file)?;
+        let doc = ClaimDocument {
+            claim,
+            raw: value,
+            spans,
+            warnings,
+        };
+        doc.validate(file)?;
+        Ok(doc)
+    }
+}
+
+impl ClaimDocument {
+    fn validate(&self, file: &str) -> Result<(), Error> {
+        let err = |path: String, message: String| Err(Error::at(file, &self.spans, path, message));
+        let mut ids = HashSet::new();
+        for (i, m) in self.claim.mutations.iter().enumerate() {
+            if !ids.insert(m.id.as_str()) {
+                return err(
+                    format!("mutations[{i}].id"),
+                    format!("duplicate mutation id {:?}", m.id),
+                );
+            }
+        }
+        for (i, e) in self.claim.evidence.iter().enumerate() {
+            if !e.expected.is_object() {
+                return err(
+                    format!("evidence[{i}].expected"),
+                    format!(
+                        "expected must be a JSON object, not {}",
+                        json_type_name(&e.expected)
+                    ),
+                );
+            }
+            for (j, c) in e.covers.iter().enumerate() {
+                if !ids.contains(c.as_str()) {
+                    return err(
+                        format!("evidence[{i}].covers[{j}]"),
+                        format!("covers names {c:?}, which is not the id of any mutation"),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `expected` of evidence `i` as an object (validated at parse time).
+    pub fn expected(&self, i: usize) -> &Map<String, Value> {
+        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+        self.claim.evidence[i]
+            .expected
+            .as_object()
+            .unwrap_or_else(|| EMPTY.get_or_init(Map::new))
+    }
+}
+
+/// `object`, `array`, `string`, … for messages.
+pub fn json_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
