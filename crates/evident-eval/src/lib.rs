@@ -1,1 +1,19 @@
-//! Bulk evaluation of recorded agent traces (seed 001) and adapters from agent trace formats.
+//! Bulk evaluation of recorded agent traces (seed 001) and adapters from agent trace
+//! formats.
+//!
+//! - [`case`]: one case line, parsed strictly and borrowing from the input;
+//! - [`evaluate`]: the peer's semantics (latest event per required action decides);
+//! - [`metrics`]: claim-quality counters;
+//! - [`engine`]: the streaming, parallel, order-keeping evaluator;
+//! - [`adapt`]: trace formats → canonical cases and provenance envelopes;
+//! - [`pyjson`]: strict JSON input and Python-`json.dumps`-compatible output;
+//! - [`corpus`]: a deterministic corpus generator for benchmarks.
+
+pub mod adapt;
+pub mod case;
+pub mod corpus;
+pub mod engine;
+pub mod evaluate;
+pub mod metrics;
+pub mod pyjson;
+pub mod text;

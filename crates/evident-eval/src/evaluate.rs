@@ -1,0 +1,371 @@
+//! Seed 001's case semantics, exactly as the peer evaluates them (see
+//! `docs/eval.md`): the latest event per required action decides; a later success
+//! recovers an earlier failure and a later failure or rollback overrides a success.
+//!
+//! Evaluation produces a compact [`Outcome`] without building any string, so the
+//! `--metrics` path allocates nothing per requirement; reasons are written straight to
+//! the output buffer only when a mode prints them.
+
+use crate::case::{Case, Event, Requirement};
+use crate::text::write_json_str;
+
+/// The four outcomes, in the peer's declaration order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    VerifiedComplete,
+    Partial,
+    Unverified,
+    Failed,
+}
+
+impl Status {
+    pub const ALL: [Status; 4] = [
+        Status::VerifiedComplete,
+        Status::Partial,
+        Status::Unverified,
+        Status::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::VerifiedComplete => "VERIFIED_COMPLETE",
+            Status::Partial => "PARTIAL",
+            Status::Unverified => "UNVERIFIED",
+            Status::Failed => "FAILED",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How one requirement came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReqState {
+    /// Latest event succeeded with every evidence field present.
+    Proven,
+    /// Latest event reports failure.
+    Failed,
+    /// No event with this action.
+    NoEvent,
+    /// Latest event succeeded but some evidence field is missing or empty.
+    LacksEvidence,
+}
+
+/// The result of one case, without strings.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: Status,
+    pub claimed: bool,
+    /// Per requirement, in order: its state and the index of its latest event.
+    pub states: Vec<(ReqState, Option<usize>)>,
+    /// Some requirement recovered from an earlier failure (metrics `recovered`).
+    pub recovered: bool,
+    /// Some requirement regressed from an earlier proven event (metrics `regressed`).
+    pub regressed: bool,
+}
+
+fn proves(req: &Requirement<'_>, ev: &Event<'_>) -> bool {
+    ev.success && req.evidence_fields.iter().all(|f| ev.has(f))
+}
+
+/// Evaluates one case (steps 1–4 of the semantics, plus the trace counts).
+pub fn evaluate(case: &Case<'_>) -> Outcome {
+    let mut states = Vec::with_capacity(case.requirements.len());
+    let (mut n_proven, mut any_failed) = (0usize, false);
+    let (mut recovered, mut regressed) = (false, false);
+    for req in &case.requirements {
+        let latest = case.events.iter().rposition(|e| e.action == req.action);
+        let state = match latest {
+            None => ReqState::NoEvent,
+            Some(i) => {
+                let ev = &case.events[i];
+                if !ev.success {
+                    ReqState::Failed
+                } else if proves(req, ev) {
+                    ReqState::Proven
+                } else {
+                    ReqState::LacksEvidence
+                }
+            }
+        };
+        if let Some(i) = latest {
+            // Earlier events of the same action, for recovered/regressed.
+            let earlier = || case.events[..i].iter().filter(|e| e.action == req.action);
+            match state {
+                ReqState::Proven if !recovered => {
+                    recovered = earlier().any(|e| !e.success);
+                }
+                ReqState::Failed if !regressed => {
+                    regressed = earlier().any(|e| proves(req, e));
+                }
+                _ => {}
+            }
+        }
+        match state {
+            ReqState::Proven => n_proven += 1,
+            ReqState::Failed => any_failed = true,
+            _ => {}
+        }
+        states.push((state, latest));
+    }
+    let status = if n_proven == case.requirements.len() {
+        Status::VerifiedComplete
+    } else if any_failed {
+        Status::Failed
+    } else if n_proven > 0 {
+        Status::Partial
+    } else {
+        Status::Unverified
+    };
+    Outcome {
+        status,
+        claimed: case.completion_claimed,
+        states,
+        recovered,
+        regressed,
+    }
+}
+
+const CLAIM_WITHOUT_PROOF: &str = "The agent claimed completion without proving every requirement.";
+const SILENT_COMPLETION: &str =
+    "The task is evidenced as complete even though no completion claim was made.";
+
+/// Calls `f` with each reason, in the peer's order (step 5).
+pub fn for_each_reason(case: &Case<'_>, out: &Outcome, mut f: impl FnMut(&str)) {
+    let mut buf = String::new();
+    for (req, (state, latest)) in case.requirements.iter().zip(&out.states) {
+        buf.clear();
+        let a = &*req.action;
+        match state {
+            ReqState::NoEvent => {
+                buf.push_str("No event recorded for required action '");
+                buf.push_str(a);
+                buf.push_str("'.");
+            }
+            ReqState::Failed => {
+                buf.push_str("Latest event for '");
+                buf.push_str(a);
+                buf.push_str("' reports failure.");
+            }
+            ReqState::LacksEvidence => {
+                buf.push_str("Action '");
+                buf.push_str(a);
+                buf.push_str("' succeeded but lacks required evidence: ");
+                let ev = latest.map(|i| &case.events[i]);
+                let mut first = true;
+                for field in &req.evidence_fields {
+                    if ev.is_some_and(|e| e.has(field)) {
+                        continue;
+                    }
+                    if !first {
+                        buf.push_str(", ");
+                    }
+                    first = false;
+                    buf.push_str(field);
+                }
+                buf.push('.');
+            }
+            ReqState::Proven => {
+                buf.push_str("Action '");
+                buf.push_str(a);
+                buf.push_str("' has successful, sufficient evidence.");
+            }
+        }
+        f(&buf);
+    }
+    if out.claimed && out.status != Status::VerifiedComplete {
+        f(CLAIM_WITHOUT_PROOF);
+    } else if !out.claimed && out.status == Status::VerifiedComplete {
+        f(SILENT_COMPLETION);
+    }
+}
+
+/// The peer's result object as an owned value (for library users and tests).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Evaluation {
+    pub case_id: String,
+    pub status: &'static str,
+    pub proven_actions: Vec<String>,
+    pub missing_actions: Vec<String>,
+    pub failed_actions: Vec<String>,
+    pub reasons: Vec<String>,
+}
+
+/// Evaluates a case into the peer's result object.
+pub fn evaluation(case: &Case<'_>) -> Evaluation {
+    let out = evaluate(case);
+    let mut reasons = Vec::new();
+    for_each_reason(case, &out, |r| reasons.push(r.to_owned()));
+    let pick = |want: fn(ReqState) -> bool| {
+        case.requirements
+            .iter()
+            .zip(&out.states)
+            .filter(|(_, (s, _))| want(*s))
+            .map(|(r, _)| r.action.to_string())
+            .collect::<Vec<_>>()
+    };
+    Evaluation {
+        case_id: case.case_id.to_string(),
+        status: out.status.as_str(),
+        proven_actions: pick(|s| s == ReqState::Proven),
+        missing_actions: pick(|s| matches!(s, ReqState::NoEvent | ReqState::LacksEvidence)),
+        failed_actions: pick(|s| s == ReqState::Failed),
+        reasons,
+    }
+}
+
+/// Writes the result object: compact on one line (`pretty = false`, for `--jsonl`) or
+/// indented as an element of the top-level `--json` array (`pretty = true`).
+pub fn write_result_json(buf: &mut Vec<u8>, case: &Case<'_>, out: &Outcome, pretty: bool) {
+    let (open, sep_key, nl_key, close, item_nl, item_close) = if pretty {
+        ("  {\n    ", ",\n    ", ": ", "\n  }", "\n      ", "\n    ]")
+    } else {
+        ("{", ",", ":", "}", "", "]")
+    };
+    buf.extend_from_slice(open.as_bytes());
+    buf.extend_from_slice(b"\"case_id\"");
+    buf.extend_from_slice(nl_key.as_bytes());
+    write_json_str(buf, &case.case_id, false);
+    buf.extend_from_slice(sep_key.as_bytes());
+    buf.extend_from_slice(b"\"status\"");
+    buf.extend_from_slice(nl_key.as_bytes());
+    buf.push(b'"');
+    buf.extend_from_slice(out.status.as_str().as_bytes());
+    buf.push(b'"');
+    let lists: [(&str, fn(ReqState) -> bool); 3] = [
+        ("proven_actions", |s| s == ReqState::Proven),
+        ("missing_actions", |s| {
+            matches!(s, ReqState::NoEvent | ReqState::LacksEvidence)
+        }),
+        ("failed_actions", |s| s == ReqState::Failed),
+    ];
+    let write_list_start = |buf: &mut Vec<u8>, key: &str| {
+        buf.extend_from_slice(sep_key.as_bytes());
+        buf.push(b'"');
+        buf.extend_from_slice(key.as_bytes());
+        buf.push(b'"');
+        buf.extend_from_slice(nl_key.as_bytes());
+        buf.push(b'[');
+    };
+    for (key, want) in lists {
+        write_list_start(buf, key);
+        let mut n = 0;
+        for (req, (s, _)) in case.requirements.iter().zip(&out.states) {
+            if want(*s) {
+                buf.extend_from_slice(if n > 0 { b"," } else { b"" });
+                buf.extend_from_slice(item_nl.as_bytes());
+                write_json_str(buf, &req.action, false);
+                n += 1;
+            }
+        }
+        if n > 0 {
+            buf.extend_from_slice(item_close.as_bytes());
+        } else {
+            buf.push(b']');
+        }
+    }
+    write_list_start(buf, "reasons");
+    let mut n = 0;
+    for_each_reason(case, out, |r| {
+        buf.extend_from_slice(if n > 0 { b"," } else { b"" });
+        buf.extend_from_slice(item_nl.as_bytes());
+        write_json_str(buf, r, false);
+        n += 1;
+    });
+    if n > 0 {
+        buf.extend_from_slice(item_close.as_bytes());
+    } else {
+        buf.push(b']');
+    }
+    buf.extend_from_slice(close.as_bytes());
+}
+
+/// Writes the plain line: `case_id` left-aligned in 22 columns (counted in characters,
+/// as Python's format does), a space, the status.
+pub fn write_plain_line(buf: &mut Vec<u8>, case_id: &str, status: Status) {
+    buf.extend_from_slice(case_id.as_bytes());
+    let width = case_id.chars().count();
+    for _ in width..22 {
+        buf.push(b' ');
+    }
+    buf.push(b' ');
+    buf.extend_from_slice(status.as_str().as_bytes());
+    buf.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::parse_case;
+
+    fn eval(line: &str) -> Evaluation {
+        evaluation(&parse_case(line.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn retry_recovers_and_rollback_fails() {
+        let recovered = r#"{"case_id":"r","task":"t","completion_claimed":true,"requirements":[{"action":"a","evidence_fields":["id"]}],"events":[{"action":"a","success":false},{"action":"a","success":true,"evidence":{"id":"1"}}]}"#;
+        let c = parse_case(recovered.as_bytes()).unwrap();
+        let o = evaluate(&c);
+        assert_eq!(o.status, Status::VerifiedComplete);
+        assert!(o.recovered && !o.regressed);
+        let rollback = r#"{"case_id":"r","task":"t","completion_claimed":true,"requirements":[{"action":"a","evidence_fields":["id"]}],"events":[{"action":"a","success":true,"evidence":{"id":"1"}},{"action":"a","success":false}]}"#;
+        let c = parse_case(rollback.as_bytes()).unwrap();
+        let o = evaluate(&c);
+        assert_eq!(o.status, Status::Failed);
+        assert!(o.regressed && !o.recovered);
+    }
+
+    #[test]
+    fn regressed_needs_an_earlier_proven_event() {
+        // The earlier success lacked evidence, so it was never proven: not a regression.
+        let line = r#"{"case_id":"r","task":"t","completion_claimed":true,"requirements":[{"action":"a","evidence_fields":["id"]}],"events":[{"action":"a","success":true},{"action":"a","success":false}]}"#;
+        let c = parse_case(line.as_bytes()).unwrap();
+        assert!(!evaluate(&c).regressed);
+    }
+
+    #[test]
+    fn reasons_list_missing_fields_in_requirement_order() {
+        let e = eval(
+            r#"{"case_id":"x","task":"t","completion_claimed":false,"requirements":[{"action":"w","evidence_fields":["path","sha","size"]},{"action":"z"}],"events":[{"action":"w","success":true,"evidence":{"sha":"","size":0}},{"action":"z","success":true}]}"#,
+        );
+        assert_eq!(e.status, "PARTIAL");
+        assert_eq!(
+            e.reasons,
+            vec![
+                "Action 'w' succeeded but lacks required evidence: path, sha.",
+                "Action 'z' has successful, sufficient evidence."
+            ]
+        );
+        assert_eq!(e.missing_actions, vec!["w"]);
+        assert_eq!(e.proven_actions, vec!["z"]);
+    }
+
+    #[test]
+    fn pretty_and_compact_json_are_the_same_value() {
+        let line = r#"{"case_id":"x\"y","task":"t","completion_claimed":true,"requirements":[{"action":"a"},{"action":"b"}],"events":[{"action":"b","success":false}]}"#;
+        let c = parse_case(line.as_bytes()).unwrap();
+        let o = evaluate(&c);
+        let (mut p, mut q) = (Vec::new(), Vec::new());
+        write_result_json(&mut p, &c, &o, true);
+        write_result_json(&mut q, &c, &o, false);
+        let pv: serde_json::Value = serde_json::from_slice(&p).unwrap();
+        let qv: serde_json::Value = serde_json::from_slice(&q).unwrap();
+        assert_eq!(pv, qv);
+        assert_eq!(pv, serde_json::to_value(evaluation(&c)).unwrap());
+        assert_eq!(pv["failed_actions"][0], "b");
+        assert_eq!(pv["status"], "FAILED");
+    }
+
+    #[test]
+    fn plain_pads_by_characters() {
+        let mut b = Vec::new();
+        write_plain_line(&mut b, "é", Status::Partial);
+        assert_eq!(
+            String::from_utf8(b).unwrap(),
+            format!("é{} PARTIAL\n", " ".repeat(21))
+        );
+    }
+}
