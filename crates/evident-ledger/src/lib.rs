@@ -1,1 +1,662 @@
 //! Append-only, hash-chained record of every decision; Ed25519 signing and trust lists.
+//!
+//! - [`sign`]: Ed25519 keys, DSSE envelopes over evidence items, trust lists and
+//!   [`authenticate`].
+//! - [`canonical_json`]: RFC 8785 canonical JSON (see [`canon`] for the one extension).
+//! - [`Ledger`]: the hash-chained store, a SQLite file by default or a PostgreSQL
+//!   schema when several machines share it. [`open`] picks the store from a location.
+//!
+//! The API is blocking: the ledger runs its own small tokio runtime and may be called
+//! from synchronous code or from inside another runtime (it then works on a scoped
+//! helper thread).
+//!
+//! ```no_run
+//! use evident_ledger::{open, NewEntry};
+//! let ledger = open(None)?; // $EVIDENT_LEDGER, else .evident/ledger.db
+//! let record = ledger.append(NewEntry {
+//!     kind: "verify".into(),
+//!     task_id: Some("deploy-4471".into()),
+//!     state: "verified".into(),
+//!     claim: serde_json::json!({"spec_version": "0.1"}),
+//!     contract: None,
+//!     verdict: serde_json::json!({"state": "verified"}),
+//! })?;
+//! println!("recorded #{} {}", record.id, record.hash);
+//! # Ok::<(), evident_ledger::Error>(())
+//! ```
+
+pub mod canon;
+pub mod record;
+pub mod redact;
+pub mod sign;
+mod store;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::str::FromStr as _;
+
+use sqlx::postgres::PgConnectOptions;
+use tokio::sync::Mutex;
+
+pub use canon::{CanonError, canonical_json, canonical_json_rfc8785};
+pub use record::{Break, GENESIS, NewEntry, Record, format_time};
+pub use redact::{redact_dsn, redact_value};
+pub use sign::{
+    AuthError, Key, KeyError, PAYLOAD_TYPE, SignError, TrustError, TrustList, TrustedVerifier,
+    attach_signature, authenticate, sign_evidence,
+};
+pub use store::Filter;
+
+use record::{ChainChecker, Prepared, Row};
+use store::Conn;
+
+/// The environment variable naming the ledger when no location is given.
+pub const ENV_VAR: &str = "EVIDENT_LEDGER";
+/// The default ledger, relative to the current directory.
+pub const DEFAULT_PATH: &str = ".evident/ledger.db";
+/// The PostgreSQL schema used when the location names none (`?schema=NAME`).
+pub const DEFAULT_SCHEMA: &str = "evident";
+
+/// What went wrong with a ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The location could not be understood.
+    Location,
+    /// A read command found no ledger at the location.
+    Missing,
+    /// The store failed (I/O, SQL, connection).
+    Store,
+    /// A record asked for does not exist.
+    NotFound,
+    /// The data in the store is not a valid record.
+    Corrupt,
+}
+
+/// A ledger error. `location` never holds a password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("ledger {location}: {message}")]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub location: String,
+    pub message: String,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where a ledger lives.
+#[derive(Clone)]
+enum Location {
+    Sqlite(PathBuf),
+    Postgres {
+        options: Box<PgConnectOptions>,
+        schema: String,
+    },
+}
+
+/// The result of checking a whole chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Records that verified before the first break (all of them when unbroken).
+    pub records: u64,
+    /// The id and hash of the last verified record.
+    pub head: Option<(u64, String)>,
+    /// The first broken record, if any.
+    pub broken: Option<Break>,
+}
+
+/// An open ledger.
+pub struct Ledger {
+    // Dropped before the runtime (field order), so connections close inside it.
+    conn: Mutex<Option<Conn>>,
+    location: Location,
+    shown: String,
+    secrets: Vec<String>,
+    rt: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("location", &self.shown)
+            .finish()
+    }
+}
+
+/// Open (creating on first use) the ledger at `location`; `None` means the
+/// `EVIDENT_LEDGER` environment variable, else `.evident/ledger.db` in the current
+/// directory. A location is a file path (`sqlite:` prefix optional) or a
+/// `postgres://…` / `postgresql://…` URL; `?schema=NAME` picks the PostgreSQL schema
+/// (default `evident`).
+pub fn open(location: Option<&str>) -> Result<Ledger> {
+    Ledger::open(location, true)
+}
+
+/// Open an existing ledger for reading: a SQLite file that does not exist is an error
+/// (kind [`ErrorKind::Missing`]) rather than created.
+pub fn open_existing(location: Option<&str>) -> Result<Ledger> {
+    Ledger::open(location, false)
+}
+
+/// The location `open(None)` uses, with any password hidden (for messages).
+pub fn default_location_shown() -> String {
+    redact_dsn(&resolve(None))
+}
+
+fn resolve(location: Option<&str>) -> String {
+    match location {
+        Some(l) => l.to_string(),
+        None => match std::env::var(ENV_VAR) {
+            Ok(v) if !v.trim().is_empty() => v,
+            _ => DEFAULT_PATH.to_string(),
+        },
+    }
+}
+
+fn parse_location(raw: &str) -> Result<(Location, Vec<String>), String> {
+    let lower = raw.to_ascii_lowercase();
+    if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+        let mut url = url::Url::parse(raw).map_err(|e| format!("not a valid URL: {e}"))?;
+        let mut secrets = Vec::new();
+        if let Some(p) = url.password() {
+            secrets.push(p.to_string());
+            if let Ok(decoded) = percent_decode(p) {
+                secrets.push(decoded);
+            }
+        }
+        let mut schema = DEFAULT_SCHEMA.to_string();
+        let mut kept: Vec<(String, String)> = Vec::new();
+        for (k, v) in url.query_pairs() {
+            if k == "schema" {
+                schema = v.to_string();
+            } else {
+                if k == "password" {
+                    secrets.push(v.to_string());
+                }
+                kept.push((k.to_string(), v.to_string()));
+            }
+        }
+        let valid = !schema.is_empty()
+            && schema.len() <= 63
+            && schema
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && schema
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(format!(
+                "schema {schema:?} is not a plain identifier (letters, digits, _; at most 63)"
+            ));
+        }
+        if kept.is_empty() {
+            url.set_query(None);
+        } else {
+            url.query_pairs_mut().clear().extend_pairs(kept);
+        }
+        let options = PgConnectOptions::from_str(url.as_str())
+            .map_err(|e| format!("not a PostgreSQL URL: {}", scrub(&e.to_string(), &secrets)))?;
+        Ok((
+            Location::Postgres {
+                options: Box::new(options),
+                schema,
+            },
+            secrets,
+        ))
+    } else {
+        let path = raw
+            .strip_prefix("sqlite://")
+            .or_else(|| raw.strip_prefix("sqlite:"))
+            .unwrap_or(raw);
+        if path.is_empty() {
+            return Err("empty path".into());
+        }
+        if lower.contains("://") && !lower.starts_with("sqlite:") {
+            return Err("unknown scheme: use a file path or postgres://".into());
+        }
+        Ok((Location::Sqlite(PathBuf::from(path)), Vec::new()))
+    }
+}
+
+fn percent_decode(s: &str) -> Result<String, ()> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let h = std::str::from_utf8(&b[i + 1..i + 3]).map_err(|_| ())?;
+            out.push(u8::from_str_radix(h, 16).map_err(|_| ())?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| ())
+}
+
+/// Remove every known secret (and any URL password) from a message.
+fn scrub(message: &str, secrets: &[String]) -> String {
+    let mut m = redact_dsn(message);
+    for s in secrets {
+        if s.len() >= 3 {
+            m = m.replace(s.as_str(), redact::REDACTED);
+        }
+    }
+    m
+}
+
+impl Ledger {
+    fn open(location: Option<&str>, create: bool) -> Result<Ledger> {
+        let raw = resolve(location);
+        let shown = redact_dsn(&raw);
+        let (location, secrets) = parse_location(&raw).map_err(|message| Error {
+            kind: ErrorKind::Location,
+            location: shown.clone(),
+            message,
+        })?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error {
+                kind: ErrorKind::Store,
+                location: shown.clone(),
+                message: format!("cannot start the I/O runtime: {e}"),
+            })?;
+        if let Location::Sqlite(path) = &location {
+            if !create && !path.exists() {
+                return Err(Error {
+                    kind: ErrorKind::Missing,
+                    location: shown,
+                    message: "no ledger here yet (nothing has been recorded)".into(),
+                });
+            }
+            if create {
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|e| Error {
+                        kind: ErrorKind::Store,
+                        location: shown.clone(),
+                        message: format!("cannot create directory {}: {e}", parent.display()),
+                    })?;
+                }
+            }
+        }
+        let ledger = Ledger {
+            conn: Mutex::new(None),
+            location,
+            shown,
+            secrets,
+            rt,
+        };
+        ledger.block(|| async {
+            let mut guard = ledger.conn.lock().await;
+            ledger.connect(&mut guard, create).await.map(|_| ())
+        })?;
+        Ok(ledger)
+    }
+
+    /// The location, with any password hidden.
+    pub fn location(&self) -> &str {
+        &self.shown
+    }
+
+    /// Is this a PostgreSQL ledger?
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.location, Location::Postgres { .. })
+    }
+
+    fn err(&self, kind: ErrorKind, what: &str, e: &sqlx::Error) -> Error {
+        Error {
+            kind,
+            location: self.shown.clone(),
+            message: scrub(&format!("{what}: {e}"), &self.secrets),
+        }
+    }
+
+    async fn connect<'a>(&self, slot: &'a mut Option<Conn>, create: bool) -> Result<&'a mut Conn> {
+        if slot.is_none() {
+            let conn = match &self.location {
+                Location::Sqlite(path) => store::open_sqlite(path, create).await,
+                Location::Postgres { options, schema } => {
+                    store::open_postgres(options, schema).await
+                }
+            }
+            .map_err(|e| self.err(ErrorKind::Store, "cannot open", &e))?;
+            *slot = Some(conn);
+        }
+        slot.as_mut().ok_or_else(|| Error {
+            kind: ErrorKind::Store,
+            location: self.shown.clone(),
+            message: "no connection".into(),
+        })
+    }
+
+    /// Run an operation on the connection; a broken connection is dropped so the next
+    /// operation reconnects.
+    fn with_conn<T: Send>(
+        &self,
+        what: &str,
+        op: impl for<'c> FnOnce(
+            &'c mut Conn,
+        )
+            -> std::pin::Pin<Box<dyn Future<Output = Result<T, sqlx::Error>> + 'c>>
+        + Send,
+    ) -> Result<T> {
+        self.block(|| async {
+            let mut guard = self.conn.lock().await;
+            let conn = self.connect(&mut guard, true).await?;
+            match op(conn).await {
+                Ok(v) => Ok(v),
+                Err(e) => {
+                    let kind = match &e {
+                        sqlx::Error::Decode(_) | sqlx::Error::ColumnDecode { .. } => {
+                            ErrorKind::Corrupt
+                        }
+                        _ => ErrorKind::Store,
+                    };
+                    if matches!(
+                        e,
+                        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_)
+                    ) {
+                        *guard = None;
+                    }
+                    Err(self.err(kind, what, &e))
+                }
+            }
+        })
+    }
+
+    fn block<T: Send, F: Future<Output = T>>(&self, make: impl FnOnce() -> F + Send) -> T {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Called from inside another runtime: block a helper thread, not it.
+            std::thread::scope(|s| match s.spawn(|| self.rt.block_on(make())).join() {
+                Ok(v) => v,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+        } else {
+            self.rt.block_on(make())
+        }
+    }
+
+    /// Append one decision. Secrets are removed from the documents first; the record
+    /// is chained to the current head under the store's write lock.
+    pub fn append(&self, entry: NewEntry) -> Result<Record> {
+        let prepared = Prepared::new(entry);
+        let what = format!("cannot append a {} record", prepared.kind());
+        self.with_conn(&what, move |c| {
+            Box::pin(async move { c.append(&prepared).await })
+        })
+    }
+
+    /// One record by id.
+    pub fn get(&self, id: u64) -> Result<Record> {
+        let id_i = i64::try_from(id).unwrap_or(i64::MAX);
+        let row = self.with_conn("cannot read", move |c| Box::pin(c.get(id_i)))?;
+        match row {
+            Some(row) => self.to_record(&row),
+            None => Err(Error {
+                kind: ErrorKind::NotFound,
+                location: self.shown.clone(),
+                message: format!("no record {id}"),
+            }),
+        }
+    }
+
+    /// One record by id (`42`, `#42`) or by a hash prefix of at least 6 hex digits.
+    pub fn find(&self, key: &str) -> Result<Record> {
+        let key = key.trim();
+        let digits = key.strip_prefix('#').unwrap_or(key);
+        if let Ok(id) = digits.parse::<u64>() {
+            if digits.len() < 6 || key.starts_with('#') {
+                return self.get(id);
+            }
+        }
+        let lower = key.to_ascii_lowercase();
+        if lower.len() >= 6 && lower.len() <= 64 && lower.chars().all(|c| c.is_ascii_hexdigit()) {
+            let rows = {
+                let lower = lower.clone();
+                self.with_conn("cannot read", move |c| {
+                    Box::pin(async move { c.by_hash_prefix(&lower).await })
+                })?
+            };
+            return match rows.as_slice() {
+                [one] => self.to_record(one),
+                [] => {
+                    if let Ok(id) = digits.parse::<u64>() {
+                        return self.get(id);
+                    }
+                    Err(Error {
+                        kind: ErrorKind::NotFound,
+                        location: self.shown.clone(),
+                        message: format!("no record with hash {lower}…"),
+                    })
+                }
+                _ => Err(Error {
+                    kind: ErrorKind::NotFound,
+                    location: self.shown.clone(),
+                    message: format!(
+                        "hash prefix {lower} matches several records; give more digits"
+                    ),
+                }),
+            };
+        }
+        Err(Error {
+            kind: ErrorKind::NotFound,
+            location: self.shown.clone(),
+            message: format!("{key:?} is neither a record id nor a hash prefix (6+ hex digits)"),
+        })
+    }
+
+    /// Records matching a filter, in id order (or newest first).
+    pub fn list(&self, filter: &Filter) -> Result<Vec<Record>> {
+        let filter = filter.clone();
+        let rows = self.with_conn("cannot list", move |c| {
+            Box::pin(async move { c.list(&filter).await })
+        })?;
+        rows.iter().map(|r| self.to_record(r)).collect()
+    }
+
+    /// The last record's id and hash.
+    pub fn head(&self) -> Result<Option<(u64, String)>> {
+        let filter = Filter {
+            limit: Some(1),
+            newest_first: true,
+            ..Filter::default()
+        };
+        let rows = self.with_conn("cannot read", move |c| {
+            Box::pin(async move { c.list(&filter).await })
+        })?;
+        Ok(rows.first().map(|r| (r.id as u64, r.hash.clone())))
+    }
+
+    fn to_record(&self, row: &Row) -> Result<Record> {
+        Record::from_body(&row.body, &row.hash).map_err(|message| Error {
+            kind: ErrorKind::Corrupt,
+            location: self.shown.clone(),
+            message: format!("record {}: {message}", row.id),
+        })
+    }
+
+    /// Recompute every link of the chain. Stops at the first broken record.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        self.verify_with(false)
+    }
+
+    /// [`Ledger::verify`]; `deep` also checks that every body is in canonical form.
+    pub fn verify_with(&self, deep: bool) -> Result<VerifyReport> {
+        let mut checker = ChainChecker::new(deep);
+        let mut after: i64 = 0;
+        loop {
+            let rows =
+                self.with_conn("cannot read", move |c| Box::pin(c.rows_after(after, 5000)))?;
+            let Some(last) = rows.last() else { break };
+            after = last.id;
+            for row in &rows {
+                if let Err(b) = checker.check(row) {
+                    return Ok(VerifyReport {
+                        records: checker.checked,
+                        head: checker.head().map(|(i, h)| (i, h.to_string())),
+                        broken: Some(b),
+                    });
+                }
+            }
+        }
+        Ok(VerifyReport {
+            records: checker.checked,
+            head: checker.head().map(|(i, h)| (i, h.to_string())),
+            broken: None,
+        })
+    }
+
+    /// Write every record as one JSON line (canonical JSON of the record with its
+    /// `hash`), in id order. Returns how many were written.
+    pub fn export(&self, out: &mut dyn std::io::Write) -> Result<u64> {
+        let mut after: i64 = 0;
+        let mut n = 0u64;
+        loop {
+            let rows =
+                self.with_conn("cannot read", move |c| Box::pin(c.rows_after(after, 5000)))?;
+            let Some(last) = rows.last() else { break };
+            after = last.id;
+            for row in &rows {
+                let rec = self.to_record(row)?;
+                let line = canonical_json(&rec.to_json());
+                writeln!(out, "{line}").map_err(|e| Error {
+                    kind: ErrorKind::Store,
+                    location: self.shown.clone(),
+                    message: format!("cannot write the export: {e}"),
+                })?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Delete the PostgreSQL schema and everything in it (tests and benches clean up
+    /// with this). Does nothing for SQLite.
+    #[doc(hidden)]
+    pub fn destroy(&self) -> Result<()> {
+        self.with_conn("cannot drop", |c| Box::pin(c.drop_schema()))
+    }
+}
+
+impl Drop for Ledger {
+    fn drop(&mut self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            if let Some(conn) = self.conn.get_mut().take() {
+                self.rt.block_on(conn.close());
+            }
+        }
+    }
+}
+
+/// Check an exported JSONL ledger offline (what `evident ledger export` wrote).
+pub fn verify_export(reader: impl std::io::BufRead) -> std::io::Result<VerifyReport> {
+    let mut checker = ChainChecker::new(true);
+    for (n, line) in reader.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let broken = |reason: String| VerifyReport {
+            records: 0,
+            head: None,
+            broken: Some(Break {
+                id: n as u64 + 1,
+                reason,
+            }),
+        };
+        let mut v: serde_json::Value = match serde_json::from_str(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                let mut r = broken(format!("line {}: not JSON: {e}", n + 1));
+                r.records = checker.checked;
+                return Ok(r);
+            }
+        };
+        let fields = v.as_object_mut().map(|m| {
+            let hash = m.shift_remove("hash");
+            (hash, m.clone())
+        });
+        let Some((Some(serde_json::Value::String(hash)), body)) = fields else {
+            let mut r = broken(format!("line {}: not a record with a `hash`", n + 1));
+            r.records = checker.checked;
+            return Ok(r);
+        };
+        let body_v = serde_json::Value::Object(body);
+        let s = |k: &str| {
+            body_v
+                .get(k)
+                .and_then(|x| x.as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        let row = Row {
+            id: body_v.get("id").and_then(|x| x.as_i64()).unwrap_or(-1),
+            time: s("time"),
+            kind: s("kind"),
+            task_id: body_v
+                .get("task_id")
+                .and_then(|x| x.as_str())
+                .map(str::to_string),
+            state: s("state"),
+            prev_hash: s("prev_hash"),
+            hash,
+            body: canonical_json(&body_v),
+        };
+        if let Err(b) = checker.check(&row) {
+            return Ok(VerifyReport {
+                records: checker.checked,
+                head: checker.head().map(|(i, h)| (i, h.to_string())),
+                broken: Some(b),
+            });
+        }
+    }
+    Ok(VerifyReport {
+        records: checker.checked,
+        head: checker.head().map(|(i, h)| (i, h.to_string())),
+        broken: None,
+    })
+}
+
+/// Parse a time bound for `log --since/--until`: RFC 3339 (`2026-08-27T18:04:09Z`), a
+/// date (`2026-08-27`, midnight UTC), or an age (`90s`, `30m`, `2h`, `7d`, `1w` ago).
+/// Returns it in the stored form so it compares with record times as text.
+pub fn parse_time_bound(text: &str, now: time::OffsetDateTime) -> Result<String, String> {
+    use time::format_description::well_known::Rfc3339;
+    let t = text.trim();
+    if let Ok(dt) = time::OffsetDateTime::parse(t, &Rfc3339) {
+        return Ok(format_time(dt));
+    }
+    let date_fmt = time::macros::format_description!("[year]-[month]-[day]");
+    if let Ok(d) = time::Date::parse(t, &date_fmt) {
+        return Ok(format_time(d.midnight().assume_utc()));
+    }
+    if let Some(unit) = t.chars().last() {
+        let secs = match unit {
+            's' => Some(1),
+            'm' => Some(60),
+            'h' => Some(3600),
+            'd' => Some(86_400),
+            'w' => Some(604_800),
+            _ => None,
+        };
+        if let (Some(mult), Ok(n)) = (secs, t[..t.len() - unit.len_utf8()].parse::<i64>()) {
+            if n >= 0 {
+                if let Some(d) = n.checked_mul(mult).map(time::Duration::seconds) {
+                    if let Some(at) = now.checked_sub(d) {
+                        return Ok(format_time(at));
+                    }
+                }
+            }
+        }
+    }
+    Err(format!(
+        "{text:?} is not a time: use RFC 3339 (2026-08-27T18:04:09Z), a date (2026-08-27) or an age (30m, 2h, 7d)"
+    ))
+}
+
+/// Default SQLite path for a directory (`<dir>/.evident/ledger.db`).
+pub fn default_path_in(dir: &Path) -> PathBuf {
+    dir.join(DEFAULT_PATH)
+}

@@ -1,0 +1,487 @@
+//! Records: how one is built, hashed and checked against its neighbours.
+//!
+//! A record's *body* is the canonical JSON ([`crate::canonical_json`]) of
+//! `{v, id, time, kind, task_id, state, claim_digest, contract_digest, claim, contract,
+//! verdict, prev_hash}`; its hash is the lowercase hex SHA-256 of the body's bytes. The
+//! stores keep the body text verbatim, so checking a record is hashing bytes, and the
+//! digests are SHA-256 over the documents' canonical JSON (each a slice of the body).
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+use time::OffsetDateTime;
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
+
+use crate::canon::canonical_json;
+use crate::redact::{redact_text, redact_value};
+
+/// The `prev_hash` of the first record.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// The record format version (`v`).
+pub const VERSION: u32 = 1;
+
+/// Times are stored in one fixed UTC form so that text order is time order.
+pub const TIME_FORMAT: &[BorrowedFormatItem<'static>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z");
+
+/// A decision to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEntry {
+    /// `verify`, `gate`, … (what made the decision).
+    pub kind: String,
+    /// The claim's `task.id`, when it has one.
+    pub task_id: Option<String>,
+    /// The verdict state: `verified`, `unverified`, `refuted`, ….
+    pub state: String,
+    /// The claim document as given (secrets are removed before it is stored).
+    pub claim: Value,
+    /// The contract, when one was used (secrets removed before storing).
+    pub contract: Option<Value>,
+    /// The verdict as decided.
+    pub verdict: Value,
+}
+
+/// One record of the ledger.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Position in the chain, from 1.
+    pub id: u64,
+    /// When it was appended (UTC, `YYYY-MM-DDTHH:MM:SS.ffffffZ`).
+    pub time: String,
+    pub kind: String,
+    pub task_id: Option<String>,
+    pub state: String,
+    /// `sha256:<hex>` of the stored claim's canonical JSON.
+    pub claim_digest: String,
+    /// `sha256:<hex>` of the stored contract's canonical JSON.
+    pub contract_digest: Option<String>,
+    /// The claim with secrets removed.
+    pub claim: Value,
+    /// The contract with secrets removed.
+    pub contract: Option<Value>,
+    pub verdict: Value,
+    /// The previous record's hash ([`GENESIS`] for the first).
+    pub prev_hash: String,
+    /// Hex SHA-256 of this record's body (all the fields above).
+    pub hash: String,
+}
+
+impl Record {
+    /// The record as JSON (the body's fields plus `hash`), as `show --json` and `export`
+    /// print it.
+    pub fn to_json(&self) -> Value {
+        let mut v = body_value(self);
+        if let Value::Object(m) = &mut v {
+            m.insert("hash".into(), Value::String(self.hash.clone()));
+        }
+        v
+    }
+
+    /// Parse a stored body (and its stored hash) back into a record.
+    pub fn from_body(body: &str, hash: &str) -> Result<Record, String> {
+        let full: FullBody =
+            serde_json::from_str(body).map_err(|e| format!("body is not a record: {e}"))?;
+        Ok(Record {
+            id: full.id,
+            time: full.time,
+            kind: full.kind,
+            task_id: full.task_id,
+            state: full.state,
+            claim_digest: full.claim_digest,
+            contract_digest: full.contract_digest,
+            claim: full.claim,
+            contract: full.contract.filter(|c| !c.is_null()),
+            verdict: full.verdict,
+            prev_hash: full.prev_hash,
+            hash: hash.to_string(),
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct FullBody {
+    id: u64,
+    time: String,
+    kind: String,
+    task_id: Option<String>,
+    state: String,
+    claim_digest: String,
+    contract_digest: Option<String>,
+    claim: Value,
+    contract: Option<Value>,
+    verdict: Value,
+    prev_hash: String,
+}
+
+fn body_value(r: &Record) -> Value {
+    json!({
+        "v": VERSION,
+        "id": r.id,
+        "time": r.time,
+        "kind": r.kind,
+        "task_id": r.task_id,
+        "state": r.state,
+        "claim_digest": r.claim_digest,
+        "contract_digest": r.contract_digest,
+        "claim": r.claim,
+        "contract": r.contract,
+        "verdict": r.verdict,
+        "prev_hash": r.prev_hash,
+    })
+}
+
+/// `sha256:<hex>` of a text.
+pub fn digest(text: &str) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(text.as_bytes())))
+}
+
+/// Hex SHA-256 of a body.
+pub fn hash_body(body: &str) -> String {
+    hex::encode(Sha256::digest(body.as_bytes()))
+}
+
+/// An entry with secrets removed and digests computed, ready to be chained.
+pub(crate) struct Prepared {
+    kind: String,
+    task_id: Option<String>,
+    state: String,
+    claim: Value,
+    contract: Option<Value>,
+    verdict: Value,
+    claim_digest: String,
+    contract_digest: Option<String>,
+}
+
+impl Prepared {
+    pub(crate) fn new(entry: NewEntry) -> Prepared {
+        let claim = redact_value(&entry.claim);
+        let contract = entry.contract.as_ref().map(redact_value);
+        let verdict = redact_value(&entry.verdict);
+        let claim_digest = digest(&canonical_json(&claim));
+        let contract_digest = contract.as_ref().map(|c| digest(&canonical_json(c)));
+        Prepared {
+            kind: redact_text(&entry.kind),
+            task_id: entry.task_id.as_deref().map(redact_text),
+            state: redact_text(&entry.state),
+            claim,
+            contract,
+            verdict,
+            claim_digest,
+            contract_digest,
+        }
+    }
+
+    pub(crate) fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// The record that follows `prev` (`None` for the first), appended at `now`.
+    /// Returns the record and its body text.
+    pub(crate) fn chain(&self, prev: Option<(u64, &str)>, now: OffsetDateTime) -> (Record, String) {
+        let (id, prev_hash) = match prev {
+            Some((id, hash)) => (id + 1, hash.to_string()),
+            None => (1, GENESIS.to_string()),
+        };
+        let mut record = Record {
+            id,
+            time: format_time(now),
+            kind: self.kind.clone(),
+            task_id: self.task_id.clone(),
+            state: self.state.clone(),
+            claim_digest: self.claim_digest.clone(),
+            contract_digest: self.contract_digest.clone(),
+            claim: self.claim.clone(),
+            contract: self.contract.clone(),
+            verdict: self.verdict.clone(),
+            prev_hash,
+            hash: String::new(),
+        };
+        let body = canonical_json(&body_value(&record));
+        record.hash = hash_body(&body);
+        (record, body)
+    }
+}
+
+/// Format a time the way records store it.
+pub fn format_time(t: OffsetDateTime) -> String {
+    let utc = t.to_offset(time::UtcOffset::UTC);
+    utc.format(TIME_FORMAT)
+        .unwrap_or_else(|_| "0000-00-00T00:00:00.000000Z".into())
+}
+
+/// One stored row as the stores return it.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub id: i64,
+    pub time: String,
+    pub kind: String,
+    pub task_id: Option<String>,
+    pub state: String,
+    pub prev_hash: String,
+    pub hash: String,
+    pub body: String,
+}
+
+#[derive(Deserialize)]
+struct BodyView<'a> {
+    v: u32,
+    id: u64,
+    #[serde(borrow)]
+    time: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    task_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    state: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    claim_digest: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    contract_digest: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    claim: &'a RawValue,
+    #[serde(borrow)]
+    contract: &'a RawValue,
+    #[serde(borrow)]
+    #[allow(dead_code)]
+    verdict: &'a RawValue,
+    #[serde(borrow)]
+    prev_hash: std::borrow::Cow<'a, str>,
+}
+
+/// Where and why the chain is broken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Break {
+    /// The id of the first record that does not verify (for a missing record, the id
+    /// the chain expected there).
+    pub id: u64,
+    pub reason: String,
+}
+
+/// Walks a chain in id order, one row at a time.
+pub(crate) struct ChainChecker {
+    expected_id: u64,
+    prev_hash: String,
+    pub(crate) checked: u64,
+    /// Also re-canonicalize each body (slower; catches a hand-written body whose hash
+    /// was recomputed but which evident would never have written).
+    pub(crate) deep: bool,
+}
+
+impl ChainChecker {
+    pub(crate) fn new(deep: bool) -> ChainChecker {
+        ChainChecker {
+            expected_id: 1,
+            prev_hash: GENESIS.to_string(),
+            checked: 0,
+            deep,
+        }
+    }
+
+    pub(crate) fn head(&self) -> Option<(u64, &str)> {
+        (self.checked > 0).then(|| (self.expected_id - 1, self.prev_hash.as_str()))
+    }
+
+    /// Check the next row; the first failure is returned.
+    pub(crate) fn check(&mut self, row: &Row) -> Result<(), Break> {
+        let expected = self.expected_id;
+        let fail = |id: u64, reason: String| Err(Break { id, reason });
+        let row_id = u64::try_from(row.id).unwrap_or(0);
+        if row_id != expected {
+            return if row_id > expected {
+                fail(
+                    expected,
+                    format!(
+                        "record {expected} is missing (the next stored record is {row_id}): deleted"
+                    ),
+                )
+            } else {
+                fail(
+                    row_id,
+                    format!("record id {} out of order (expected {expected})", row.id),
+                )
+            };
+        }
+        let actual = hash_body(&row.body);
+        if actual != row.hash {
+            return fail(
+                row_id,
+                format!(
+                    "record {row_id} was edited: its content hashes to {actual}, but it is stored with hash {}",
+                    row.hash
+                ),
+            );
+        }
+        let view: BodyView<'_> = match serde_json::from_str(&row.body) {
+            Ok(v) => v,
+            Err(e) => {
+                return fail(
+                    row_id,
+                    format!("record {row_id}: body is not a record: {e}"),
+                );
+            }
+        };
+        if view.v != VERSION {
+            return fail(
+                row_id,
+                format!("record {row_id}: unknown record version {}", view.v),
+            );
+        }
+        if view.id != row_id {
+            return fail(
+                row_id,
+                format!(
+                    "record {row_id} holds the content of record {} (records reordered)",
+                    view.id
+                ),
+            );
+        }
+        if view.prev_hash != self.prev_hash {
+            return fail(
+                row_id,
+                format!(
+                    "record {row_id} does not follow record {}: its prev_hash is {}, but record {}'s hash is {} (a record before it was edited, deleted or reordered)",
+                    expected.saturating_sub(1),
+                    view.prev_hash,
+                    expected.saturating_sub(1),
+                    self.prev_hash
+                ),
+            );
+        }
+        if row.prev_hash != view.prev_hash
+            || row.time != view.time
+            || row.kind != view.kind
+            || row.state != view.state
+            || row.task_id.as_deref() != view.task_id.as_deref()
+        {
+            return fail(
+                row_id,
+                format!(
+                    "record {row_id}: its indexed columns (time, kind, task, state) were edited and no longer match its content"
+                ),
+            );
+        }
+        if digest(view.claim.get()) != view.claim_digest {
+            return fail(
+                row_id,
+                format!("record {row_id}: claim_digest does not match the stored claim"),
+            );
+        }
+        let contract_digest = (view.contract.get() != "null").then(|| digest(view.contract.get()));
+        if contract_digest.as_deref() != view.contract_digest.as_deref() {
+            return fail(
+                row_id,
+                format!("record {row_id}: contract_digest does not match the stored contract"),
+            );
+        }
+        if self.deep {
+            match serde_json::from_str::<Value>(&row.body) {
+                Ok(v) if canonical_json(&v) == row.body => {}
+                _ => {
+                    return fail(
+                        row_id,
+                        format!("record {row_id}: body is not in canonical form"),
+                    );
+                }
+            }
+        }
+        self.expected_id += 1;
+        self.prev_hash = row.hash.clone();
+        self.checked += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(n: u32) -> NewEntry {
+        NewEntry {
+            kind: "verify".into(),
+            task_id: Some(format!("t{n}")),
+            state: "verified".into(),
+            claim: json!({"task": {"id": format!("t{n}")}, "password": "pw"}),
+            contract: None,
+            verdict: json!({"state": "verified"}),
+        }
+    }
+
+    fn chain(n: u32) -> Vec<Row> {
+        let mut rows: Vec<Row> = Vec::new();
+        for i in 0..n {
+            let p = Prepared::new(entry(i));
+            let prev = rows.last().map(|r| (r.id as u64, r.hash.as_str()));
+            let (rec, body) = p.chain(prev, OffsetDateTime::now_utc());
+            rows.push(Row {
+                id: rec.id as i64,
+                time: rec.time,
+                kind: rec.kind,
+                task_id: rec.task_id,
+                state: rec.state,
+                prev_hash: rec.prev_hash,
+                hash: rec.hash,
+                body,
+            });
+        }
+        rows
+    }
+
+    fn check(rows: &[Row]) -> Result<u64, Break> {
+        let mut c = ChainChecker::new(true);
+        for r in rows {
+            c.check(r)?;
+        }
+        Ok(c.checked)
+    }
+
+    #[test]
+    fn a_fresh_chain_verifies_and_holds_no_secret() {
+        let rows = chain(5);
+        assert_eq!(check(&rows), Ok(5));
+        assert!(rows.iter().all(|r| !r.body.contains("\"pw\"")));
+        let rec = Record::from_body(&rows[1].body, &rows[1].hash).unwrap();
+        assert_eq!(rec.prev_hash, rows[0].hash);
+        assert_eq!(rec.to_json()["hash"], json!(rows[1].hash));
+    }
+
+    #[test]
+    fn edits_deletions_and_reorders_are_found() {
+        let rows = chain(5);
+        let mut edited = rows.clone();
+        edited[2].body = edited[2].body.replace("verified", "refuted");
+        assert_eq!(check(&edited).unwrap_err().id, 3);
+
+        // Edited and re-hashed: caught at the next link.
+        let mut rehashed = rows.clone();
+        rehashed[2].body = rehashed[2].body.replace(
+            r#""verdict":{"state":"verified"}"#,
+            r#""verdict":{"state":"refuted"}"#,
+        );
+        assert!(rehashed[2].body.contains("refuted"));
+        rehashed[2].hash = hash_body(&rehashed[2].body);
+        assert_eq!(check(&rehashed).unwrap_err().id, 4);
+
+        let mut deleted = rows.clone();
+        deleted.remove(2);
+        let b = check(&deleted).unwrap_err();
+        assert_eq!(b.id, 3);
+        assert!(b.reason.contains("missing"), "{}", b.reason);
+
+        // Contents swapped between two ids.
+        let mut swapped = rows.clone();
+        let (a, b2) = (swapped[1].clone(), swapped[2].clone());
+        swapped[1] = Row { id: 2, ..b2 };
+        swapped[2] = Row { id: 3, ..a };
+        let b = check(&swapped).unwrap_err();
+        assert_eq!(b.id, 2);
+        assert!(b.reason.contains("reordered"), "{}", b.reason);
+
+        // A column edited without the body (would make `log --state` lie).
+        let mut column = rows.clone();
+        column[4].state = "refuted".into();
+        assert_eq!(check(&column).unwrap_err().id, 5);
+    }
+}

@@ -1,0 +1,218 @@
+//! Secrets never reach the ledger or a message.
+//!
+//! - [`redact_value`] replaces secrets in a document before it is stored: the value of
+//!   any object key that names a secret (`password`, `token`, `secret`, `api_key`,
+//!   `authorization`, `cookie`, `private_key`, `credential`, … in any case, anywhere in
+//!   the key: `DATABASE_PASSWORD`, `X-Api-Key`), the password in any URL written as
+//!   `scheme://user:password@host`, and the token after `Bearer ` / `Basic `.
+//! - [`redact_dsn`] hides the password of one connection string for messages.
+
+use serde_json::{Map, Value};
+
+/// What a removed secret is replaced with.
+pub const REDACTED: &str = "[redacted]";
+
+const SECRET_WORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "api_key",
+    "api-key",
+    "authorization",
+    "cookie",
+    "private_key",
+    "privatekey",
+    "private-key",
+    "credential",
+    "session_key",
+    "access_key",
+    "signing_key",
+];
+
+/// Does this object key name a secret?
+pub fn is_secret_key(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    // "tokens_used"/"max_tokens" are counts, not secrets.
+    if lower.contains("tokens") && !lower.contains("secret") && !lower.contains("password") {
+        return false;
+    }
+    SECRET_WORDS.iter().any(|w| lower.contains(w))
+}
+
+/// A copy of `value` with secrets replaced by [`REDACTED`].
+pub fn redact_value(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut out = Map::with_capacity(map.len());
+            for (k, v) in map {
+                let nv = if is_secret_key(k) && !is_empty_value(v) {
+                    Value::String(REDACTED.into())
+                } else {
+                    redact_value(v)
+                };
+                out.insert(k.clone(), nv);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(redact_value).collect()),
+        Value::String(s) => Value::String(redact_text(s)),
+        other => other.clone(),
+    }
+}
+
+fn is_empty_value(v: &Value) -> bool {
+    match v {
+        Value::Null | Value::Bool(_) => true,
+        Value::String(s) => s.is_empty(),
+        _ => false,
+    }
+}
+
+/// Redact URL passwords and `Bearer`/`Basic` tokens inside free text.
+pub fn redact_text(s: &str) -> String {
+    let s = if s.contains("://") {
+        redact_urls(s)
+    } else {
+        s.to_string()
+    };
+    redact_auth_schemes(&s)
+}
+
+/// `scheme://user:password@host` → `scheme://user:[redacted]@host`, everywhere in `s`.
+fn redact_urls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(pos) = rest.find("://") {
+        let (head, tail) = rest.split_at(pos + 3);
+        out.push_str(head);
+        // The authority ends at the first '/', '?', '#' or whitespace.
+        let end = tail
+            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace())
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(at) => {
+                let userinfo = &authority[..at];
+                match userinfo.find(':') {
+                    Some(colon) => {
+                        out.push_str(&userinfo[..colon]);
+                        out.push(':');
+                        out.push_str(REDACTED);
+                    }
+                    None => out.push_str(userinfo),
+                }
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn redact_auth_schemes(s: &str) -> String {
+    let mut out = s.to_string();
+    for scheme in ["Bearer ", "bearer ", "Basic ", "basic ", "Token ", "token "] {
+        let mut from = 0;
+        while let Some(found) = out[from..].find(scheme) {
+            let start = from + found + scheme.len();
+            let end = out[start..]
+                .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
+                .map_or(out.len(), |e| start + e);
+            // Only a token-looking run (at least 8 chars) is a credential.
+            if end - start >= 8 && !out[start..end].starts_with('[') {
+                out.replace_range(start..end, REDACTED);
+                from = start + REDACTED.len();
+            } else {
+                from = start;
+            }
+            if from >= out.len() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// A ledger location or DSN with any password hidden, for messages.
+pub fn redact_dsn(location: &str) -> String {
+    let once = redact_urls(location);
+    // Also `password=...` in key/value connection strings and query strings.
+    let mut out = String::with_capacity(once.len());
+    let mut rest = once.as_str();
+    loop {
+        let lower = rest.to_ascii_lowercase();
+        let Some(p) = lower.find("password=") else {
+            out.push_str(rest);
+            break;
+        };
+        let start = p + "password=".len();
+        out.push_str(&rest[..start]);
+        let end = rest[start..]
+            .find(|c: char| c == '&' || c.is_whitespace() || c == ';')
+            .map_or(rest.len(), |e| start + e);
+        out.push_str(REDACTED);
+        rest = &rest[end..];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dsn_passwords_are_hidden() {
+        assert_eq!(
+            redact_dsn("postgres://alice:s3cr%40t@db.example:5432/ledger"),
+            "postgres://alice:[redacted]@db.example:5432/ledger"
+        );
+        assert_eq!(
+            redact_dsn("postgres://alice@db/ledger?password=hunter2&sslmode=require"),
+            "postgres://alice@db/ledger?password=[redacted]&sslmode=require"
+        );
+        assert_eq!(redact_dsn("postgres://db/x"), "postgres://db/x");
+        assert_eq!(redact_dsn(".evident/ledger.db"), ".evident/ledger.db");
+        // A password holding '@' and '/' characters unescaped.
+        let r = redact_dsn("postgres://u:p@ss@host/db");
+        assert!(!r.contains("p@ss"), "{r}");
+    }
+
+    #[test]
+    fn documents_lose_their_secrets() {
+        let doc = json!({
+            "source": { "postgres": { "url": "postgres://app:topsecret@10.0.0.5/billing", "query": "SELECT 1" } },
+            "env": { "DATABASE_PASSWORD": "pw1", "PATH": "/usr/bin" },
+            "headers": { "Authorization": "Bearer abcdefghijklmnop", "Accept": "application/json" },
+            "note": "called with Bearer zzzzzzzzzzzzzz then",
+            "api_key": 12345,
+            "usage": { "max_tokens": 100 },
+            "list": [{ "token": "t0k3n-value" }],
+            "password": ""
+        });
+        let r = redact_value(&doc);
+        let text = r.to_string();
+        for secret in [
+            "topsecret",
+            "pw1",
+            "abcdefghijklmnop",
+            "zzzzzzzzzzzzzz",
+            "12345",
+            "t0k3n-value",
+        ] {
+            assert!(!text.contains(secret), "{secret} leaked: {text}");
+        }
+        assert_eq!(r["usage"]["max_tokens"], json!(100));
+        assert_eq!(r["env"]["PATH"], json!("/usr/bin"));
+        assert_eq!(r["source"]["postgres"]["query"], json!("SELECT 1"));
+        assert_eq!(
+            r["source"]["postgres"]["url"],
+            json!("postgres://app:[redacted]@10.0.0.5/billing")
+        );
+    }
+}

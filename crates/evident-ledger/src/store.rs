@@ -1,0 +1,425 @@
+//! The two stores: a SQLite file and a PostgreSQL schema. Both hold one table,
+//! `records(id, time, kind, task_id, state, prev_hash, hash, body)`, where `body` is
+//! the record's canonical JSON and `hash` its SHA-256. `id` is the primary key and
+//! `prev_hash` and `hash` are unique, so even a writer that bypassed the lock could not
+//! fork the chain.
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, Connection as _, Row as _};
+use time::OffsetDateTime;
+
+use crate::record::{Prepared, Record, Row};
+
+/// Which records to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub state: Option<String>,
+    pub task_id: Option<String>,
+    pub kind: Option<String>,
+    /// Inclusive lower bound on `time`, in the stored form (see [`crate::format_time`]).
+    pub since: Option<String>,
+    /// Exclusive upper bound on `time`, in the stored form.
+    pub until: Option<String>,
+    /// At most this many records (the newest when `newest_first`).
+    pub limit: Option<u64>,
+    pub newest_first: bool,
+}
+
+const SQLITE_SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS records (
+        id INTEGER PRIMARY KEY,
+        time TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        task_id TEXT,
+        state TEXT NOT NULL,
+        prev_hash TEXT NOT NULL UNIQUE,
+        hash TEXT NOT NULL UNIQUE,
+        body TEXT NOT NULL
+    )",
+    "CREATE INDEX IF NOT EXISTS records_time ON records(time)",
+    "CREATE INDEX IF NOT EXISTS records_task ON records(task_id)",
+    "CREATE INDEX IF NOT EXISTS records_state ON records(state)",
+];
+
+pub(crate) enum Conn {
+    Sqlite(Box<SqliteConnection>),
+    Postgres {
+        conn: Box<PgConnection>,
+        schema: String,
+        lock_key: i64,
+    },
+}
+
+pub(crate) async fn open_sqlite(path: &std::path::Path, create: bool) -> Result<Conn, sqlx::Error> {
+    let opts = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(create)
+        .journal_mode(SqliteJournalMode::Wal)
+        // In WAL mode, NORMAL makes a commit durable against a crash of the process
+        // (the WAL is written before COMMIT returns); only an OS crash or power loss can
+        // drop the last commits, and never leaves a broken chain.
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(60));
+    // Several processes opening a brand-new file at once race to switch it to WAL;
+    // retry while another one holds it.
+    let mut attempt = 0;
+    loop {
+        let result = async {
+            let mut conn = SqliteConnection::connect_with(&opts).await?;
+            if create {
+                let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+                for stmt in SQLITE_SCHEMA {
+                    sqlx::query(*stmt).execute(&mut *tx).await?;
+                }
+                tx.commit().await?;
+            }
+            Ok::<_, sqlx::Error>(conn)
+        }
+        .await;
+        match result {
+            Ok(conn) => return Ok(Conn::Sqlite(Box::new(conn))),
+            Err(e) if attempt < 50 && is_busy(&e) => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(20 * attempt)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn is_busy(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(d) => {
+            let msg = d.message().to_ascii_lowercase();
+            msg.contains("locked") || msg.contains("busy")
+        }
+        _ => false,
+    }
+}
+
+pub(crate) async fn open_postgres(
+    opts: &PgConnectOptions,
+    schema: &str,
+) -> Result<Conn, sqlx::Error> {
+    let mut conn = PgConnection::connect_with(opts).await?;
+    let lock_key = advisory_key(schema);
+    let mut tx = conn.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(lock_key)
+        .execute(&mut *tx)
+        .await?;
+    // Quiet the NOTICEs that IF NOT EXISTS raises.
+    sqlx::query("SET LOCAL client_min_messages = warning")
+        .execute(&mut *tx)
+        .await?;
+    let stmts = [
+        format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""),
+        format!(
+            "CREATE TABLE IF NOT EXISTS \"{schema}\".records (
+                id BIGINT PRIMARY KEY,
+                time TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                task_id TEXT,
+                state TEXT NOT NULL,
+                prev_hash TEXT NOT NULL UNIQUE,
+                hash TEXT NOT NULL UNIQUE,
+                body TEXT NOT NULL
+            )"
+        ),
+        format!("CREATE INDEX IF NOT EXISTS records_time ON \"{schema}\".records(time)"),
+        format!("CREATE INDEX IF NOT EXISTS records_task ON \"{schema}\".records(task_id)"),
+        format!("CREATE INDEX IF NOT EXISTS records_state ON \"{schema}\".records(state)"),
+    ];
+    for stmt in &stmts {
+        sqlx::query(AssertSqlSafe(stmt.as_str()))
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(Conn::Postgres {
+        conn: Box::new(conn),
+        schema: schema.to_string(),
+        lock_key,
+    })
+}
+
+/// The advisory lock that serializes appends to one PostgreSQL ledger.
+fn advisory_key(schema: &str) -> i64 {
+    use sha2::Digest as _;
+    let d = sha2::Sha256::digest(format!("evident-ledger:{schema}").as_bytes());
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    i64::from_be_bytes(b)
+}
+
+fn row_from(r: &impl RowLike) -> Result<Row, sqlx::Error> {
+    r.to_row()
+}
+
+trait RowLike {
+    fn to_row(&self) -> Result<Row, sqlx::Error>;
+}
+
+macro_rules! impl_rowlike {
+    ($t:ty) => {
+        impl RowLike for $t {
+            fn to_row(&self) -> Result<Row, sqlx::Error> {
+                Ok(Row {
+                    id: self.try_get("id")?,
+                    time: self.try_get("time")?,
+                    kind: self.try_get("kind")?,
+                    task_id: self.try_get("task_id")?,
+                    state: self.try_get("state")?,
+                    prev_hash: self.try_get("prev_hash")?,
+                    hash: self.try_get("hash")?,
+                    body: self.try_get("body")?,
+                })
+            }
+        }
+    };
+}
+impl_rowlike!(sqlx::sqlite::SqliteRow);
+impl_rowlike!(sqlx::postgres::PgRow);
+
+const COLS: &str = "id, time, kind, task_id, state, prev_hash, hash, body";
+
+impl Conn {
+    pub(crate) async fn append(&mut self, entry: &Prepared) -> Result<Record, sqlx::Error> {
+        match self {
+            Conn::Sqlite(conn) => {
+                // IMMEDIATE takes the write lock before reading the head, so two
+                // processes can never both extend the same record.
+                let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+                let head: Option<(i64, String)> =
+                    sqlx::query_as("SELECT id, hash FROM records ORDER BY id DESC LIMIT 1")
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let (record, body) = entry.chain(
+                    head.as_ref().map(|(id, h)| (*id as u64, h.as_str())),
+                    OffsetDateTime::now_utc(),
+                );
+                sqlx::query(
+                    "INSERT INTO records (id, time, kind, task_id, state, prev_hash, hash, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )
+                .bind(record.id as i64)
+                .bind(&record.time)
+                .bind(&record.kind)
+                .bind(&record.task_id)
+                .bind(&record.state)
+                .bind(&record.prev_hash)
+                .bind(&record.hash)
+                .bind(&body)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(record)
+            }
+            Conn::Postgres {
+                conn,
+                schema,
+                lock_key,
+            } => {
+                let mut tx = conn.begin().await?;
+                // Held until COMMIT/ROLLBACK: appends from every machine queue here.
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(*lock_key)
+                    .execute(&mut *tx)
+                    .await?;
+                let head: Option<(i64, String)> = sqlx::query_as(AssertSqlSafe(format!(
+                    "SELECT id, hash FROM \"{schema}\".records ORDER BY id DESC LIMIT 1"
+                )))
+                .fetch_optional(&mut *tx)
+                .await?;
+                let (record, body) = entry.chain(
+                    head.as_ref().map(|(id, h)| (*id as u64, h.as_str())),
+                    OffsetDateTime::now_utc(),
+                );
+                sqlx::query(AssertSqlSafe(format!(
+                    "INSERT INTO \"{schema}\".records (id, time, kind, task_id, state, prev_hash, hash, body)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+                )))
+                .bind(record.id as i64)
+                .bind(&record.time)
+                .bind(&record.kind)
+                .bind(&record.task_id)
+                .bind(&record.state)
+                .bind(&record.prev_hash)
+                .bind(&record.hash)
+                .bind(&body)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(record)
+            }
+        }
+    }
+
+    /// Rows with `id > after`, in id order, at most `limit`.
+    pub(crate) async fn rows_after(
+        &mut self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Row>, sqlx::Error> {
+        match self {
+            Conn::Sqlite(conn) => {
+                let rows = sqlx::query(AssertSqlSafe(format!(
+                    "SELECT {COLS} FROM records WHERE id > ?1 ORDER BY id LIMIT ?2"
+                )))
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&mut **conn)
+                .await?;
+                rows.iter().map(row_from).collect()
+            }
+            Conn::Postgres { conn, schema, .. } => {
+                let rows = sqlx::query(AssertSqlSafe(format!(
+                    "SELECT {COLS} FROM \"{schema}\".records WHERE id > $1 ORDER BY id LIMIT $2"
+                )))
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&mut **conn)
+                .await?;
+                rows.iter().map(row_from).collect()
+            }
+        }
+    }
+
+    pub(crate) async fn get(&mut self, id: i64) -> Result<Option<Row>, sqlx::Error> {
+        match self {
+            Conn::Sqlite(conn) => {
+                let r = sqlx::query(AssertSqlSafe(format!(
+                    "SELECT {COLS} FROM records WHERE id = ?1"
+                )))
+                .bind(id)
+                .fetch_optional(&mut **conn)
+                .await?;
+                r.as_ref().map(row_from).transpose()
+            }
+            Conn::Postgres { conn, schema, .. } => {
+                let r = sqlx::query(AssertSqlSafe(format!(
+                    "SELECT {COLS} FROM \"{schema}\".records WHERE id = $1"
+                )))
+                .bind(id)
+                .fetch_optional(&mut **conn)
+                .await?;
+                r.as_ref().map(row_from).transpose()
+            }
+        }
+    }
+
+    /// Rows whose hash starts with `prefix` (at most 2, to detect ambiguity).
+    pub(crate) async fn by_hash_prefix(&mut self, prefix: &str) -> Result<Vec<Row>, sqlx::Error> {
+        let pattern = format!("{prefix}%");
+        match self {
+            Conn::Sqlite(conn) => {
+                let rows = sqlx::query(AssertSqlSafe(format!(
+                    "SELECT {COLS} FROM records WHERE hash LIKE ?1 ORDER BY id LIMIT 2"
+                )))
+                .bind(pattern)
+                .fetch_all(&mut **conn)
+                .await?;
+                rows.iter().map(row_from).collect()
+            }
+            Conn::Postgres { conn, schema, .. } => {
+                let rows = sqlx::query(AssertSqlSafe(format!(
+                    "SELECT {COLS} FROM \"{schema}\".records WHERE hash LIKE $1 ORDER BY id LIMIT 2"
+                )))
+                .bind(pattern)
+                .fetch_all(&mut **conn)
+                .await?;
+                rows.iter().map(row_from).collect()
+            }
+        }
+    }
+
+    pub(crate) async fn list(&mut self, f: &Filter) -> Result<Vec<Row>, sqlx::Error> {
+        let pg = matches!(self, Conn::Postgres { .. });
+        let mut clauses: Vec<(&str, &str)> = Vec::new();
+        if let Some(s) = &f.state {
+            clauses.push(("state =", s));
+        }
+        if let Some(t) = &f.task_id {
+            clauses.push(("task_id =", t));
+        }
+        if let Some(k) = &f.kind {
+            clauses.push(("kind =", k));
+        }
+        if let Some(s) = &f.since {
+            clauses.push(("time >=", s));
+        }
+        if let Some(u) = &f.until {
+            clauses.push(("time <", u));
+        }
+        let conds: Vec<String> = clauses
+            .iter()
+            .enumerate()
+            .map(|(i, (c, _))| {
+                if pg {
+                    format!("{c} ${}", i + 1)
+                } else {
+                    format!("{c} ?{}", i + 1)
+                }
+            })
+            .collect();
+        let binds: Vec<&str> = clauses.iter().map(|(_, v)| *v).collect();
+        let where_ = if conds.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conds.join(" AND "))
+        };
+        let order = if f.newest_first { "DESC" } else { "ASC" };
+        let limit = f
+            .limit
+            .map(|l| format!(" LIMIT {}", l.min(i64::MAX as u64)))
+            .unwrap_or_default();
+        match self {
+            Conn::Sqlite(conn) => {
+                let sql = format!("SELECT {COLS} FROM records{where_} ORDER BY id {order}{limit}");
+                let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
+                for b in &binds {
+                    q = q.bind(*b);
+                }
+                let rows = q.fetch_all(&mut **conn).await?;
+                rows.iter().map(row_from).collect()
+            }
+            Conn::Postgres { conn, schema, .. } => {
+                let sql = format!(
+                    "SELECT {COLS} FROM \"{schema}\".records{where_} ORDER BY id {order}{limit}"
+                );
+                let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
+                for b in &binds {
+                    q = q.bind(*b);
+                }
+                let rows = q.fetch_all(&mut **conn).await?;
+                rows.iter().map(row_from).collect()
+            }
+        }
+    }
+
+    /// Drop the schema (PostgreSQL; tests clean up with this).
+    pub(crate) async fn drop_schema(&mut self) -> Result<(), sqlx::Error> {
+        if let Conn::Postgres { conn, schema, .. } = self {
+            sqlx::query(AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+            )))
+            .execute(&mut **conn)
+            .await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn close(self) {
+        match self {
+            Conn::Sqlite(c) => {
+                let _ = c.close().await;
+            }
+            Conn::Postgres { conn, .. } => {
+                let _ = conn.close().await;
+            }
+        }
+    }
+}

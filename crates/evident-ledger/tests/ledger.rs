@@ -1,0 +1,495 @@
+//! The ledger against real stores: a SQLite file and the PostgreSQL server named by
+//! `EVIDENT_TEST_POSTGRES_URL` (skipped with a printed reason when unset). Several
+//! tests run real processes: this test binary re-runs itself as a worker
+//! (`worker_appends`), selected by environment variables.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use evident_ledger::{ErrorKind, Filter, Key, NewEntry, TrustList, open, open_existing};
+use serde_json::json;
+
+const WORKER_LOCATION: &str = "EVIDENT_LEDGER_TEST_WORKER_LOCATION";
+const WORKER_COUNT: &str = "EVIDENT_LEDGER_TEST_WORKER_COUNT";
+const WORKER_TAG: &str = "EVIDENT_LEDGER_TEST_WORKER_TAG";
+
+fn entry(task: &str, state: &str) -> NewEntry {
+    NewEntry {
+        kind: "verify".into(),
+        task_id: Some(task.into()),
+        state: state.into(),
+        claim: json!({
+            "spec_version": "0.1",
+            "task": { "id": task },
+            "mutations": [{ "id": "m1", "kind": "state_write", "target": "accounts/4471", "at": "2026-08-27T18:04:02Z" }],
+            "evidence": [],
+        }),
+        contract: Some(json!({
+            "policy": { "id": "billing" },
+            "check": [{ "id": "db", "source": { "postgres": { "url": "postgres://app:hunter2secret@db/billing" } } }]
+        })),
+        verdict: json!({ "state": state, "unmet": [], "reason": null }),
+    }
+}
+
+/// Not a test on its own: when the worker variables are set, append COUNT records and
+/// print `committed <id>` after each commit. Without them it does nothing.
+#[test]
+fn worker_appends() {
+    let Ok(location) = std::env::var(WORKER_LOCATION) else {
+        return;
+    };
+    let count: usize = std::env::var(WORKER_COUNT)
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(usize::MAX);
+    let tag = std::env::var(WORKER_TAG).unwrap_or_default();
+    let ledger = open(Some(&location)).expect("worker opens the ledger");
+    let mut out = std::io::stdout().lock();
+    for i in 0..count {
+        let r = ledger
+            .append(entry(&format!("{tag}-{i}"), "verified"))
+            .expect("worker appends");
+        writeln!(out, "committed {}", r.id).unwrap();
+        out.flush().unwrap();
+    }
+}
+
+fn worker(location: &str, count: Option<usize>, tag: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "worker_appends",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(WORKER_LOCATION, location)
+    .env(WORKER_TAG, tag)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    if let Some(c) = count {
+        cmd.env(WORKER_COUNT, c.to_string());
+    }
+    cmd
+}
+
+fn committed_ids(stdout: &str) -> Vec<u64> {
+    stdout.lines().filter_map(committed_id).collect()
+}
+
+/// libtest may print `test worker_appends ... ` on the same line before the first one.
+fn committed_id(line: &str) -> Option<u64> {
+    let at = line.find("committed ")?;
+    line[at + "committed ".len()..].trim().parse().ok()
+}
+
+/// 8 processes × 200 appends at once → one chain of 1,600 records that verifies.
+fn eight_processes(location: &str) {
+    let started = Instant::now();
+    let children: Vec<_> = (0..8)
+        .map(|p| {
+            worker(location, Some(200), &format!("p{p}"))
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut all_ids = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "worker failed: {}\n{}",
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ids = committed_ids(&stdout);
+        assert_eq!(ids.len(), 200, "a worker committed {} records", ids.len());
+        all_ids.extend(ids);
+    }
+    let elapsed = started.elapsed();
+    all_ids.sort_unstable();
+    assert_eq!(
+        all_ids,
+        (1..=1600).collect::<Vec<u64>>(),
+        "ids are 1..=1600, each once"
+    );
+    let ledger = open_existing(Some(location)).unwrap();
+    let report = ledger.verify().unwrap();
+    assert_eq!(report.broken, None);
+    assert_eq!(report.records, 1600);
+    // Every worker's records are in the one chain.
+    for p in 0..8 {
+        let n = ledger
+            .list(&Filter::default())
+            .unwrap()
+            .iter()
+            .filter(|r| {
+                r.task_id
+                    .as_deref()
+                    .is_some_and(|t| t.starts_with(&format!("p{p}-")))
+            })
+            .count();
+        assert_eq!(n, 200, "worker p{p}");
+    }
+    println!(
+        "8 processes x 200 appends on {}: {:.2?} ({:.0} appends/s under contention)",
+        ledger.location(),
+        elapsed,
+        1600.0 / elapsed.as_secs_f64()
+    );
+}
+
+#[test]
+fn sqlite_eight_processes_build_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    eight_processes(path.to_str().unwrap());
+}
+
+/// A unique PostgreSQL schema for one test, dropped afterwards (also on failure).
+struct PgSchema {
+    location: String,
+}
+
+impl PgSchema {
+    fn new(name: &str) -> Option<PgSchema> {
+        let Ok(url) = std::env::var("EVIDENT_TEST_POSTGRES_URL") else {
+            println!("skipped: EVIDENT_TEST_POSTGRES_URL is not set (CI sets it; see .ci/run)");
+            return None;
+        };
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let schema = format!("evident_test_{name}_{}_{nanos}", std::process::id());
+        let sep = if url.contains('?') { '&' } else { '?' };
+        Some(PgSchema {
+            location: format!("{url}{sep}schema={schema}"),
+        })
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        if let Ok(l) = open(Some(&self.location)) {
+            let _ = l.destroy();
+        }
+    }
+}
+
+#[test]
+fn postgres_eight_processes_build_one_chain() {
+    let Some(pg) = PgSchema::new("procs") else {
+        return;
+    };
+    eight_processes(&pg.location);
+}
+
+#[test]
+fn postgres_round_trip_and_tamper() {
+    let Some(pg) = PgSchema::new("rt") else {
+        return;
+    };
+    round_trip(&pg.location);
+}
+
+#[test]
+fn sqlite_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/dir/ledger.db");
+    // Reading a ledger that does not exist says so and creates nothing.
+    let err = open_existing(Some(path.to_str().unwrap())).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Missing);
+    assert!(!path.exists());
+    round_trip(path.to_str().unwrap());
+}
+
+fn round_trip(location: &str) {
+    let ledger = open(Some(location)).unwrap();
+    assert_eq!(ledger.verify().unwrap().records, 0);
+    assert_eq!(ledger.head().unwrap(), None);
+    let a = ledger.append(entry("t-a", "verified")).unwrap();
+    let b = ledger.append(entry("t-b", "refuted")).unwrap();
+    let c = ledger.append(entry("t-a", "unverified")).unwrap();
+    assert_eq!((a.id, b.id, c.id), (1, 2, 3));
+    assert_eq!(a.prev_hash, evident_ledger::GENESIS);
+    assert_eq!(b.prev_hash, a.hash);
+    assert_eq!(c.prev_hash, b.hash);
+    assert_eq!(ledger.head().unwrap(), Some((3, c.hash.clone())));
+
+    // No secret in what is stored.
+    let got = ledger.get(1).unwrap();
+    assert_eq!(got, a);
+    assert!(!got.to_json().to_string().contains("hunter2secret"));
+    assert!(got.claim_digest.starts_with("sha256:"));
+
+    // Lookups.
+    assert_eq!(ledger.find(&b.hash[..10]).unwrap().id, 2);
+    assert_eq!(ledger.find("#3").unwrap().id, 3);
+    assert_eq!(ledger.get(99).unwrap_err().kind, ErrorKind::NotFound);
+    let by_task = ledger
+        .list(&Filter {
+            task_id: Some("t-a".into()),
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(by_task.iter().map(|r| r.id).collect::<Vec<_>>(), vec![1, 3]);
+    let refuted = ledger
+        .list(&Filter {
+            state: Some("refuted".into()),
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(refuted.len(), 1);
+    let none = ledger
+        .list(&Filter {
+            since: Some("2999-01-01T00:00:00.000000Z".into()),
+            ..Filter::default()
+        })
+        .unwrap();
+    assert!(none.is_empty());
+    let newest = ledger
+        .list(&Filter {
+            limit: Some(2),
+            newest_first: true,
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(newest.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3, 2]);
+
+    // Export, then check the export offline.
+    let mut buf = Vec::new();
+    assert_eq!(ledger.export(&mut buf).unwrap(), 3);
+    let report = evident_ledger::verify_export(BufReader::new(buf.as_slice())).unwrap();
+    assert_eq!(report.broken, None);
+    assert_eq!(report.records, 3);
+    let edited = String::from_utf8(buf)
+        .unwrap()
+        .replacen("refuted", "verified", 1);
+    let report = evident_ledger::verify_export(BufReader::new(edited.as_bytes())).unwrap();
+    assert_eq!(report.broken.map(|b| b.id), Some(2));
+    let r = ledger.verify().unwrap();
+    assert_eq!((r.records, r.broken), (3, None));
+}
+
+/// Edit the store behind the ledger's back with plain SQL.
+fn sql(path: &Path, statements: &[&str]) {
+    use sqlx::Connection as _;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+        let mut conn = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+        for s in statements {
+            sqlx::query(sqlx::AssertSqlSafe(s.to_string()))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        conn.close().await.unwrap();
+    });
+}
+
+fn five_records(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("ledger.db");
+    let ledger = open(Some(path.to_str().unwrap())).unwrap();
+    for i in 0..5 {
+        ledger.append(entry(&format!("t{i}"), "verified")).unwrap();
+    }
+    assert_eq!(ledger.verify().unwrap().broken, None);
+    path
+}
+
+fn first_break(path: &Path) -> (u64, String) {
+    let ledger = open_existing(Some(path.to_str().unwrap())).unwrap();
+    let b = ledger
+        .verify()
+        .unwrap()
+        .broken
+        .expect("the chain is broken");
+    (b.id, b.reason)
+}
+
+#[test]
+fn verify_catches_an_edited_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = five_records(dir.path());
+    // One byte of the verdict changed.
+    sql(
+        &path,
+        &[
+            "UPDATE records SET body = replace(body, '\"state\":\"verified\",\"unmet\"', '\"state\":\"verifiee\",\"unmet\"') WHERE id = 3",
+        ],
+    );
+    let (id, why) = first_break(&path);
+    assert_eq!(id, 3, "{why}");
+    assert!(why.contains("edited"), "{why}");
+}
+
+#[test]
+fn verify_catches_an_edited_and_rehashed_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = five_records(dir.path());
+    let ledger = open(Some(path.to_str().unwrap())).unwrap();
+    let r3 = ledger.get(3).unwrap();
+    drop(ledger);
+    // Rewrite record 3 consistently (valid hash) — record 4 no longer follows it.
+    let mut v = r3.to_json();
+    v.as_object_mut().unwrap().shift_remove("hash");
+    v["verdict"]["state"] = json!("refuted");
+    let body = evident_ledger::canonical_json(&v);
+    let hash = evident_ledger::record::hash_body(&body);
+    let stmt = format!(
+        "UPDATE records SET body = '{}', hash = '{hash}' WHERE id = 3",
+        body.replace('\'', "''")
+    );
+    sql(&path, &[&stmt]);
+    let (id, why) = first_break(&path);
+    assert_eq!(id, 4, "{why}");
+    assert!(why.contains("does not follow"), "{why}");
+}
+
+#[test]
+fn verify_catches_a_deleted_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = five_records(dir.path());
+    sql(&path, &["DELETE FROM records WHERE id = 2"]);
+    let (id, why) = first_break(&path);
+    assert_eq!(id, 2, "{why}");
+    assert!(why.contains("missing"), "{why}");
+}
+
+#[test]
+fn verify_catches_a_deleted_and_renumbered_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = five_records(dir.path());
+    // Delete record 2 and shift the rest down so the ids have no gap.
+    sql(
+        &path,
+        &[
+            "DELETE FROM records WHERE id = 2",
+            "UPDATE records SET id = id - 1 WHERE id > 2",
+        ],
+    );
+    let (id, why) = first_break(&path);
+    assert_eq!(id, 2, "{why}");
+}
+
+#[test]
+fn verify_catches_reordered_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = five_records(dir.path());
+    // Swap records 2 and 4 (ids kept in place, contents moved).
+    sql(
+        &path,
+        &[
+            "UPDATE records SET id = -2 WHERE id = 2",
+            "UPDATE records SET id = 2 WHERE id = 4",
+            "UPDATE records SET id = 4 WHERE id = -2",
+        ],
+    );
+    let (id, why) = first_break(&path);
+    assert_eq!(id, 2, "{why}");
+    assert!(why.contains("reordered"), "{why}");
+}
+
+#[test]
+fn verify_catches_an_edited_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = five_records(dir.path());
+    sql(
+        &path,
+        &["UPDATE records SET state = 'refuted' WHERE id = 5"],
+    );
+    let (id, _) = first_break(&path);
+    assert_eq!(id, 5);
+}
+
+/// A process killed with SIGKILL while appending leaves a ledger that verifies and
+/// holds every record it reported committed.
+#[test]
+fn sigkill_mid_append_loses_nothing_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let location = path.to_str().unwrap().to_string();
+    let mut reported: Vec<u64> = Vec::new();
+    for round in 0..4 {
+        let mut child = worker(&location, None, &format!("k{round}"))
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(id) = committed_id(&line) {
+                    let _ = tx.send(id);
+                }
+            }
+        });
+        // Wait until it is appending in a loop, then kill it at a varying moment.
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("worker appends");
+        reported.push(first);
+        std::thread::sleep(Duration::from_millis(30 + 37 * round));
+        child.kill().unwrap(); // SIGKILL on Unix
+        child.wait().unwrap();
+        reader.join().unwrap();
+        reported.extend(rx.try_iter());
+        let ledger = open_existing(Some(&location)).unwrap();
+        let report = ledger.verify().unwrap();
+        assert_eq!(report.broken, None, "round {round}");
+        let head = report.head.map(|(id, _)| id).unwrap_or(0);
+        let max_reported = reported.iter().copied().max().unwrap_or(0);
+        assert!(
+            head >= max_reported,
+            "round {round}: the worker reported record {max_reported} committed, the ledger ends at {head}"
+        );
+        // The ledger is still writable after the crash.
+        let r = ledger.append(entry("after-kill", "verified")).unwrap();
+        assert_eq!(r.id, head + 1);
+        reported.push(r.id);
+    }
+    assert!(
+        reported.len() > 8,
+        "the workers appended before being killed"
+    );
+}
+
+#[test]
+fn forged_evidence_fails_and_signed_evidence_passes() {
+    let key = Key::generate("evident-gate");
+    let trust = TrustList::from_json(&key.to_public_json()).unwrap();
+    let mut item = json!({
+        "check_type": "test_run", "target": "cargo test",
+        "expected": { "exit_code": 0 }, "observed_value": { "exit_code": 0 },
+        "at": "2026-08-27T18:04:09Z", "covers": ["m1"],
+        "verifier": { "id": "evident-gate", "kind": "independent" }
+    });
+    // A forged item: says independent, carries no signature.
+    assert!(evident_ledger::authenticate(&item, &trust).is_err());
+    evident_ledger::attach_signature(&mut item, &key).unwrap();
+    assert_eq!(evident_ledger::authenticate(&item, &trust), Ok(()));
+    // Signed by a key the trust list does not hold.
+    let mut forged = item.clone();
+    evident_ledger::attach_signature(&mut forged, &Key::generate("evident-gate")).unwrap();
+    assert!(evident_ledger::authenticate(&forged, &trust).is_err());
+}
+
+#[test]
+fn bad_locations_are_named_without_passwords() {
+    let err = open(Some("postgres://u:pa55word@127.0.0.1:1/db?schema=bad-name")).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Location);
+    assert!(!err.to_string().contains("pa55word"), "{err}");
+    // An unreachable server: the message names the ledger, never the password.
+    let err = open(Some("postgres://u:pa55word@127.0.0.1:1/db")).unwrap_err();
+    assert!(!err.to_string().contains("pa55word"), "{err}");
+    assert!(err.to_string().contains("127.0.0.1"), "{err}");
+    let err = open(Some("mysql://x/y")).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Location);
+}
