@@ -1,0 +1,505 @@
+//! Parity with the peer's own outputs, adapters on real-shaped traces, and the engine
+//! against the simple evaluator on a generated corpus.
+
+use std::path::PathBuf;
+
+use evident_eval::adapt::{self, Format};
+use evident_eval::engine::{self, Mode, NoHooks, Options};
+use serde_json::Value;
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn read(name: &str) -> Vec<u8> {
+    std::fs::read(data(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn run(input: &[u8], mode: Mode, threads: usize, chunk: usize) -> String {
+    let mut opts = Options::new(mode, "input");
+    opts.threads = threads;
+    opts.chunk_bytes = chunk;
+    let mut out = Vec::new();
+    engine::run(&mut &input[..], &mut out, &opts, &mut NoHooks, None).expect("run");
+    String::from_utf8(out).expect("utf-8")
+}
+
+fn json(s: &[u8]) -> Value {
+    serde_json::from_slice(s).expect("json")
+}
+
+mod peer_cases {
+    use super::*;
+
+    #[test]
+    fn plain_output_is_byte_identical() {
+        let out = run(&read("peer/cases.jsonl"), Mode::Plain, 2, 1 << 20);
+        assert_eq!(out, String::from_utf8(read("peer/cases.txt")).unwrap());
+    }
+
+    #[test]
+    fn json_output_equals_expected_as_values_and_bytes() {
+        let out = run(&read("peer/cases.jsonl"), Mode::Json, 2, 1 << 20);
+        assert_eq!(json(out.as_bytes()), json(&read("peer/cases.json")));
+        // The peer's strings are ASCII, so even the bytes agree.
+        assert_eq!(out.as_bytes(), &read("peer/cases.json")[..]);
+        let out = run(&read("peer/minimal_cases.jsonl"), Mode::Json, 1, 1 << 20);
+        assert_eq!(json(out.as_bytes()), json(&read("peer/minimal_cases.json")));
+    }
+
+    #[test]
+    fn metrics_equal_expected_as_values_and_bytes() {
+        let out = run(&read("peer/cases.jsonl"), Mode::Metrics, 2, 1 << 20);
+        assert_eq!(json(out.as_bytes()), json(&read("peer/cases.metrics.json")));
+        assert_eq!(out.as_bytes(), &read("peer/cases.metrics.json")[..]);
+    }
+
+    #[test]
+    fn jsonl_lines_are_the_json_array_items() {
+        let lines = run(&read("peer/cases.jsonl"), Mode::Jsonl, 2, 1 << 20);
+        let items: Vec<Value> = lines.lines().map(|l| json(l.as_bytes())).collect();
+        assert_eq!(Value::Array(items), json(&read("peer/cases.json")));
+    }
+
+    #[test]
+    fn tiny_chunks_and_many_threads_change_nothing() {
+        let input = read("peer/cases.jsonl");
+        let one = run(&input, Mode::Json, 1, 1 << 20);
+        // 1024-byte chunks split the 16 cases over many chunks and workers.
+        let many = run(&input, Mode::Json, 4, 1024);
+        assert_eq!(one, many);
+    }
+}
+
+mod peer_adapters {
+    use super::*;
+
+    fn adapt_file(format: Format, trace: &str, reqs: &str, source_ref: &str) -> adapt::Envelope {
+        let reqs = adapt::parse_requirements(&read(reqs)).expect("requirements");
+        adapt::adapt_bytes(format, &read(trace), reqs, source_ref).expect("adapt")
+    }
+
+    #[test]
+    fn generic_and_openai_match_the_peer_byte_for_byte() {
+        for (format, trace, source_ref, stem) in [
+            (
+                Format::Generic,
+                "peer/generic_trace.json",
+                "run-123",
+                "generic",
+            ),
+            (
+                Format::OpenAi,
+                "peer/openai_tool_trace.json",
+                "response-123",
+                "openai",
+            ),
+        ] {
+            let env = adapt_file(format, trace, "peer/requirements.json", source_ref);
+            let case = adapt::to_pretty(&env.case_value()).unwrap();
+            let full = adapt::to_pretty(&env.envelope_value()).unwrap();
+            assert_eq!(
+                case.as_bytes(),
+                &read(&format!("peer/adapt-{stem}.json"))[..],
+                "{stem}"
+            );
+            assert_eq!(
+                full.as_bytes(),
+                &read(&format!("peer/adapt-{stem}.envelope.json"))[..],
+                "{stem}"
+            );
+        }
+    }
+
+    #[test]
+    fn raw_sha256_ignores_key_order_and_whitespace() {
+        let a = br#"{"trace_id":"t","task":"x","completion_claimed":true,"events":[{"action":"a","success":true,"evidence":{"n":1.50}}]}"#;
+        let b = br#"{ "events" : [ { "evidence":{"n":1.5}, "success":true, "action":"a" } ], "completion_claimed":true, "task":"x", "trace_id":"t" }"#;
+        let reqs = vec![adapt::Requirement {
+            action: "a".into(),
+            evidence_fields: vec![],
+        }];
+        let ea = adapt::adapt_bytes(Format::Generic, a, reqs.clone(), "r").unwrap();
+        let eb = adapt::adapt_bytes(Format::Generic, b, reqs, "r").unwrap();
+        assert_eq!(ea.source.raw_sha256, eb.source.raw_sha256);
+        assert_eq!(ea.source.raw_sha256.len(), 64);
+    }
+
+    fn reject(format: Format, trace: &str) -> String {
+        let reqs = vec![adapt::Requirement {
+            action: "a".into(),
+            evidence_fields: vec![],
+        }];
+        adapt::adapt_bytes(format, trace.as_bytes(), reqs, "r")
+            .unwrap_err()
+            .0
+    }
+
+    const HEAD: &str = r#""trace_id":"t","task":"x","completion_claimed":true"#;
+
+    #[test]
+    fn generic_rejections() {
+        let r = |events: &str| reject(Format::Generic, &format!("{{{HEAD},\"events\":{events}}}"));
+        assert!(
+            r(r#"[{"action":"a","success":"yes"}]"#)
+                .contains("events[0].success must be a boolean")
+        );
+        assert!(
+            r(r#"[{"action":"a","success":true,"evidence":[]}]"#)
+                .contains("events[0].evidence must be an object")
+        );
+        assert!(r(r#"[{"action":"","success":true}]"#).contains("events[0].action"));
+        assert!(r(r#"[{"source_event_id":"e","action":"a","success":true},{"source_event_id":"e","action":"a","success":false}]"#).contains("duplicate source_event_id 'e'"));
+        assert!(r(r#"{}"#).contains("events must be an array"));
+        assert!(
+            reject(
+                Format::Generic,
+                r#"{"trace_id":1,"task":"x","completion_claimed":true,"events":[]}"#
+            )
+            .contains("trace_id")
+        );
+        assert!(reject(Format::Generic, r#"{"trace_id":"t","task":"x","completion_claimed":true,"completion_claimed":false,"events":[]}"#).contains("duplicate key 'completion_claimed'"));
+    }
+
+    #[test]
+    fn openai_rejections() {
+        let r =
+            |records: &str| reject(Format::OpenAi, &format!("{{{HEAD},\"records\":{records}}}"));
+        let call = r#"{"type":"tool_call","tool_call_id":"c1","name":"a","arguments":{}}"#;
+        let res = r#"{"type":"tool_result","tool_call_id":"c1","success":true,"evidence":{}}"#;
+        assert!(r(&format!("[{call}]")).contains("tool_call 'c1' has no result"));
+        assert!(r(&format!("[{res}]")).contains("tool_result 'c1' has no call"));
+        assert!(r(&format!("[{call},{call},{res}]")).contains("duplicate tool_call id 'c1'"));
+        assert!(r(&format!("[{call},{res},{res}]")).contains("duplicate tool_result id 'c1'"));
+        assert!(
+            r(r#"[{"type":"assistant_message","text":"done"}]"#)
+                .contains("unsupported record type 'assistant_message'")
+        );
+        assert!(
+            r(&format!(r#"[{},{res}]"#, call.replace("{}", "[]")))
+                .contains("arguments must be an object")
+        );
+        assert!(
+            r(&format!("[{call},{}]", res.replace("true", "\"yes\"")))
+                .contains("success must be a boolean")
+        );
+    }
+}
+
+mod new_formats {
+    use super::*;
+    use evident_eval::case::parse_case;
+    use evident_eval::evaluate::{evaluate, evaluation};
+
+    fn adapt_file(format: Format, trace: &str, reqs: &str) -> adapt::Envelope {
+        let reqs = adapt::parse_requirements(&read(reqs)).expect("requirements");
+        adapt::adapt_bytes(format, &read(trace), reqs, "ref-1").expect("adapt")
+    }
+
+    fn status_of(env: &adapt::Envelope) -> (String, bool, bool) {
+        let line = serde_json::to_vec(&env.case_value()).unwrap();
+        let case = parse_case(&line).unwrap();
+        let o = evaluate(&case);
+        (
+            evaluation(&case).status.to_owned(),
+            o.recovered,
+            o.regressed,
+        )
+    }
+
+    #[test]
+    fn anthropic_retry_recovers_and_arguments_stay_out() {
+        let env = adapt_file(
+            Format::Anthropic,
+            "traces/anthropic_email_retry.json",
+            "peer/requirements.json",
+        );
+        assert_eq!(env.events.len(), 2);
+        assert!(!env.events[0].success, "is_error: true is a failure");
+        assert!(
+            env.events[0].evidence.is_empty(),
+            "plain-text output gives no evidence, arguments never do"
+        );
+        assert_eq!(env.events[1].evidence["message_id"], "msg-7f3a");
+        assert_eq!(env.events[1].source_event_id.as_deref(), Some("toolu_01B2"));
+        assert_eq!(env.source.adapter, "anthropic-messages@1");
+        assert_eq!(status_of(&env), ("VERIFIED_COMPLETE".into(), true, false));
+    }
+
+    #[test]
+    fn responses_error_member_is_a_failure() {
+        let env = adapt_file(
+            Format::OpenAiResponses,
+            "traces/responses_refund.json",
+            "traces/responses_refund.requirements.json",
+        );
+        let actions: Vec<_> = env
+            .events
+            .iter()
+            .map(|e| (e.action.as_str(), e.success))
+            .collect();
+        assert_eq!(
+            actions,
+            vec![("issue_refund", true), ("update_record", false)],
+            "call order"
+        );
+        assert_eq!(env.events[0].evidence["refund_id"], "re_3PqZ");
+        assert_eq!(status_of(&env), ("FAILED".into(), false, false));
+    }
+
+    #[test]
+    fn mcp_error_response_after_success_regresses() {
+        let env = adapt_file(
+            Format::Mcp,
+            "traces/mcp_write_file.json",
+            "traces/mcp_write_file.requirements.json",
+        );
+        assert_eq!(
+            env.events.len(),
+            3,
+            "initialize and tools/list are not tool calls"
+        );
+        assert_eq!(
+            env.events[0].evidence["sha256"], "9f86d081884c7d65",
+            "structuredContent wins over arguments"
+        );
+        assert!(env.events[1].success && !env.events[2].success);
+        assert_eq!(env.events[2].source_event_id.as_deref(), Some("4"));
+        assert_eq!(status_of(&env), ("FAILED".into(), false, true));
+    }
+
+    #[test]
+    fn otel_orders_by_start_time_and_error_status_fails() {
+        let env = adapt_file(
+            Format::Otel,
+            "traces/otel_deploy.json",
+            "traces/otel_deploy.requirements.json",
+        );
+        let actions: Vec<_> = env
+            .events
+            .iter()
+            .map(|e| (e.action.as_str(), e.success))
+            .collect();
+        assert_eq!(
+            actions,
+            vec![("deploy_service", false), ("open_pull_request", true)]
+        );
+        assert_eq!(
+            env.events[1].evidence["pr_url"],
+            "https://git.example.test/pr/42"
+        );
+        assert_eq!(status_of(&env), ("FAILED".into(), false, false));
+    }
+
+    fn reject(format: Format, body: &str) -> String {
+        let reqs = vec![adapt::Requirement {
+            action: "a".into(),
+            evidence_fields: vec![],
+        }];
+        let trace = format!(r#"{{"trace_id":"t","task":"x","completion_claimed":true,{body}}}"#);
+        adapt::adapt_bytes(format, trace.as_bytes(), reqs, "r")
+            .unwrap_err()
+            .0
+    }
+
+    #[test]
+    fn anthropic_rejections() {
+        let r = |m: &str| reject(Format::Anthropic, &format!("\"messages\":{m}"));
+        let use_ = r#"{"role":"assistant","content":[{"type":"tool_use","id":"u1","name":"a","input":{}}]}"#;
+        let res = r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"u1","content":"{}"}]}"#;
+        assert!(r(&format!("[{use_}]")).contains("tool_use 'u1' has no result"));
+        assert!(r(&format!("[{res},{use_}]")).contains("has no earlier tool_use"));
+        assert!(r(&format!("[{use_},{use_},{res}]")).contains("duplicate tool_use id 'u1'"));
+        assert!(r(&format!("[{use_},{res},{res}]")).contains("duplicate tool_result id 'u1'"));
+        assert!(
+            r(&format!(
+                "[{},{res}]",
+                use_.replace("\"input\":{}", "\"input\":[]")
+            ))
+            .contains("input must be an object")
+        );
+        assert!(
+            r(&format!(
+                "[{use_},{}]",
+                res.replace("\"content\":\"{}\"", "\"is_error\":\"yes\"")
+            ))
+            .contains("is_error must be a boolean")
+        );
+        assert!(
+            r(&format!("[{},{res}]", use_.replace("assistant", "user")))
+                .contains("tool_use outside an assistant message")
+        );
+        assert!(r(r#"[{"role":"system","content":"x"}]"#).contains("role"));
+        assert!(
+            r(&format!(
+                "[{use_},{}]",
+                res.replace("\"{}\"", "\"{\\\"k\\\":1,\\\"k\\\":2}\"")
+            ))
+            .contains("duplicate key 'k'")
+        );
+    }
+
+    #[test]
+    fn responses_rejections() {
+        let r = |m: &str| reject(Format::OpenAiResponses, &format!("\"items\":{m}"));
+        let call = r#"{"type":"function_call","call_id":"c1","name":"a","arguments":"{}"}"#;
+        let out = r#"{"type":"function_call_output","call_id":"c1","output":"ok"}"#;
+        assert!(r(&format!("[{call}]")).contains("function_call 'c1' has no result"));
+        assert!(r(&format!("[{out},{call}]")).contains("has no earlier function_call"));
+        assert!(r(&format!("[{call},{call},{out}]")).contains("duplicate function_call id 'c1'"));
+        assert!(
+            r(&format!("[{call},{out},{out}]")).contains("duplicate function_call_output id 'c1'")
+        );
+        assert!(r(&format!("[{call},{}]", out.replace("\"ok\"", "5"))).contains("output must be"));
+        assert!(
+            r(&format!("[{},{out}]", call.replace("\"{}\"", "{}")))
+                .contains("arguments must be a string")
+        );
+        assert!(r(r#"[{"call_id":"c1"}]"#).contains("type must be a string"));
+    }
+
+    #[test]
+    fn responses_incomplete_call_fails_and_plain_text_is_no_evidence() {
+        let reqs = vec![adapt::Requirement {
+            action: "a".into(),
+            evidence_fields: vec![],
+        }];
+        let trace = r#"{"trace_id":"t","task":"x","completion_claimed":true,"items":[
+            {"type":"function_call","call_id":"c1","name":"a","arguments":"{}","status":"incomplete"},
+            {"type":"function_call_output","call_id":"c1","output":"{\"ok\":true}"},
+            {"type":"function_call","call_id":"c2","name":"b","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c2","output":"Error: boom"},
+            {"type":"function_call","call_id":"c3","name":"c","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c3","output":"{\"error\":null,\"id\":3}"}]}"#;
+        let env = adapt::adapt_bytes(Format::OpenAiResponses, trace.as_bytes(), reqs, "r").unwrap();
+        let got: Vec<_> = env
+            .events
+            .iter()
+            .map(|e| (e.success, e.evidence.len()))
+            .collect();
+        assert_eq!(got, vec![(false, 1), (true, 0), (true, 2)]);
+    }
+
+    #[test]
+    fn mcp_rejections() {
+        let r = |m: &str| reject(Format::Mcp, &format!("\"messages\":{m}"));
+        let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","arguments":{}}}"#;
+        let ok = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+        assert!(r(&format!("[{call}]")).contains("tools/call request '7' has no result"));
+        assert!(r(&format!("[{ok}]")).contains("response 7 has no earlier request"));
+        assert!(r(&format!("[{call},{call},{ok}]")).contains("duplicate request id 7"));
+        assert!(r(&format!("[{call},{ok},{ok}]")).contains("duplicate response to request 7"));
+        assert!(
+            r(&format!(
+                "[{call},{}]",
+                ok.replace("\"content\":[]", "\"isError\":\"no\"")
+            ))
+            .contains("isError must be a boolean")
+        );
+        assert!(
+            r(&format!("[{}]", call.replace("\"2.0\"", "\"1.0\"")))
+                .contains("jsonrpc must be \"2.0\"")
+        );
+        assert!(
+            r(&format!(
+                "[{},{ok}]",
+                call.replace("\"arguments\":{}", "\"arguments\":[]")
+            ))
+            .contains("arguments must be an object")
+        );
+        assert!(
+            r(r#"[{"jsonrpc":"2.0","id":1,"result":{},"error":{}}]"#)
+                .contains("exactly one of result and error")
+        );
+        let both = format!(
+            "[{call},{},{ok}]",
+            call.replace("7", "\"7\"")
+                .replace("\"tools/call\"", "\"tools/call\"")
+        );
+        assert!(r(&both).contains("used both as a string and as a number"));
+    }
+
+    #[test]
+    fn mcp_is_error_is_a_tool_failure() {
+        let reqs = vec![adapt::Requirement {
+            action: "a".into(),
+            evidence_fields: vec![],
+        }];
+        let trace = r#"{"trace_id":"t","task":"x","completion_claimed":true,"messages":[
+            {"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a"}},
+            {"jsonrpc":"2.0","id":"x","result":{"content":[{"type":"text","text":"quota exceeded"}],"isError":true}}]}"#;
+        let env = adapt::adapt_bytes(Format::Mcp, trace.as_bytes(), reqs, "r").unwrap();
+        assert!(!env.events[0].success);
+        assert_eq!(env.events[0].source_event_id.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn otel_rejections() {
+        let span = |attrs: &str, extra: &str| {
+            format!(
+                r#""resourceSpans":[{{"scopeSpans":[{{"spans":[{{"spanId":"s1","startTimeUnixNano":"10"{extra},"attributes":[{attrs}]}}]}}]}}]"#
+            )
+        };
+        let op = r#"{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}}"#;
+        let name = r#"{"key":"gen_ai.tool.name","value":{"stringValue":"a"}}"#;
+        assert!(reject(Format::Otel, &span(op, "")).contains("needs a non-empty gen_ai.tool.name"));
+        assert!(
+            reject(Format::Otel, &span(&format!("{op},{name},{name}"), ""))
+                .contains("duplicate attribute 'gen_ai.tool.name'")
+        );
+        let bad_time = span(&format!("{op},{name}"), "").replace("\"10\"", "\"soon\"");
+        assert!(reject(Format::Otel, &bad_time).contains("startTimeUnixNano"));
+        let two = format!(
+            r#""resourceSpans":[{{"scopeSpans":[{{"spans":[{{"spanId":"s1","startTimeUnixNano":"1","attributes":[{op},{name}]}},{{"spanId":"s1","startTimeUnixNano":"2","attributes":[{op},{name}]}}]}}]}}]"#
+        );
+        assert!(reject(Format::Otel, &two).contains("duplicate tool call id 's1'"));
+        assert!(
+            reject(Format::Otel, r#""resourceSpans":{}"#)
+                .contains("resourceSpans must be an array")
+        );
+        assert!(
+            reject(
+                Format::Otel,
+                &span(&format!("{op},{name}"), r#","status":{"code":true}"#)
+            )
+            .contains("status.code")
+        );
+    }
+}
+
+mod engine_vs_reference {
+    use super::*;
+    use evident_eval::case::{parse_case, parse_case_serde_json};
+    use evident_eval::evaluate::evaluation;
+
+    #[test]
+    fn generated_corpus_same_answers_every_way() {
+        let mut corpus = Vec::new();
+        evident_eval::corpus::generate(&mut corpus, 3000, 42).unwrap();
+        // Reference: one line at a time, serde_json parser, owned result objects.
+        let reference: Vec<Value> = corpus
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let a = evaluation(&parse_case(l).unwrap());
+                let b = evaluation(&parse_case_serde_json(l).unwrap());
+                assert_eq!(a, b, "sonic-rs and serde_json disagree");
+                serde_json::to_value(a).unwrap()
+            })
+            .collect();
+        for (threads, chunk) in [(1, 1 << 20), (2, 4096), (5, 1500)] {
+            let out = run(&corpus, Mode::Jsonl, threads, chunk);
+            let got: Vec<Value> = out.lines().map(|l| json(l.as_bytes())).collect();
+            assert_eq!(got, reference, "threads {threads}, chunk {chunk}");
+        }
+        let m = json(run(&corpus, Mode::Metrics, 2, 8192).as_bytes());
+        assert_eq!(m["total_cases"], 3000);
+        let verified = reference
+            .iter()
+            .filter(|v| v["status"] == "VERIFIED_COMPLETE")
+            .count();
+        assert_eq!(m["status_counts"]["VERIFIED_COMPLETE"], verified);
+    }
+}
