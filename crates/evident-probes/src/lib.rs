@@ -1,1 +1,235 @@
-//! Witnesses that observe the world now: test runs, endpoints, files, databases, git. An error is never a match.
+//! Witnesses that observe the world now: test runs, endpoints, files, databases, git.
+//! An error is never a match.
+//!
+//! The gate calls one function, [`observe`], with a [`Source`] written by the task owner
+//! in the contract. It returns an [`Observation`]: the observed JSON object, or a
+//! [`ProbeError`] saying why nothing could be observed. Every probe has a time limit and
+//! a size limit on what it reads; no probe follows a path out of the contract's root,
+//! follows a redirect it was not allowed to, or prints a secret. See `docs/probes.md`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+mod command;
+mod error;
+mod file;
+mod git;
+mod http;
+mod kv;
+mod paths;
+mod secret;
+mod spec;
+mod sql;
+pub mod summary;
+
+pub use error::{Escape, ProbeError};
+pub use secret::{EnvRef, EnvValue, MIN_SCRUB_LEN, Scrubber, redact_url};
+pub use spec::{
+    CommandSpec, FileSpec, GitSpec, HttpSpec, Method, Redirects, RedisOp, RedisSpec, Runner,
+    Source, SqlSpec, SqliteSpec,
+};
+
+/// An observed object: the keys an owner's `expected` is compared with.
+pub type Object = Map<String, Value>;
+
+/// Where and with what environment probes run.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The contract's directory: every path in a source is relative to it and must stay
+    /// beneath it.
+    pub root: PathBuf,
+    /// A snapshot of the environment (tests inject their own). Env references in sources
+    /// and `inherit_env` read from here, never from the live process environment.
+    pub env: BTreeMap<String, String>,
+}
+
+impl Context {
+    /// The given root and the current process environment (variables that are not
+    /// UTF-8 are left out).
+    pub fn from_process(root: impl Into<PathBuf>) -> Self {
+        let env = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        Context {
+            root: root.into(),
+            env,
+        }
+    }
+}
+
+/// The result of one probe run.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    /// The observed object, or why nothing could be observed. An error can never become
+    /// a match.
+    pub value: Result<Object, ProbeError>,
+    /// The moment the observation completed (evidence `at`).
+    pub completed_at: time::OffsetDateTime,
+}
+
+impl Source {
+    /// The source's kind as written in the contract (`command`, `http`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Command(_) => "command",
+            Source::Http(_) => "http",
+            Source::File(_) => "file",
+            Source::Sqlite(_) => "sqlite",
+            Source::Postgres(_) => "postgres",
+            Source::Mysql(_) => "mysql",
+            Source::Redis(_) => "redis",
+            Source::Git(_) => "git",
+        }
+    }
+
+    /// The expectation used when the contract gives none: `{exit_code: 0, ran: true}`
+    /// for a command; `None` (the contract must give one) for every other source, since
+    /// only the owner knows what value a readback should find.
+    pub fn default_expected(&self) -> Option<Object> {
+        match self {
+            Source::Command(_) => {
+                let mut m = Map::new();
+                m.insert("exit_code".into(), Value::from(0));
+                m.insert("ran".into(), Value::Bool(true));
+                Some(m)
+            }
+            _ => None,
+        }
+    }
+
+    /// Let the source observe what the expectation asks about and could not be observed
+    /// otherwise. Today: an HTTP expectation `body_contains = "text"` sets the spec's
+    /// `body_contains` when the spec has none, so the owner writes the string once.
+    pub fn adopt_expected(&mut self, expected: &Object) {
+        if let Source::Http(h) = self
+            && h.body_contains.is_none()
+            && let Some(Value::String(s)) = expected.get("body_contains")
+        {
+            h.body_contains = Some(s.clone());
+        }
+    }
+
+    /// A short description of what is observed, safe to print: URLs are redacted and
+    /// URLs held in env vars are named by the variable, never shown.
+    pub fn target(&self) -> String {
+        fn short(q: &str) -> String {
+            let one_line = q.split_whitespace().collect::<Vec<_>>().join(" ");
+            if one_line.chars().count() > 80 {
+                let cut: String = one_line.chars().take(77).collect();
+                format!("{cut}...")
+            } else {
+                one_line
+            }
+        }
+        match self {
+            Source::Command(c) => {
+                if c.shell {
+                    format!("sh -c {:?}", c.argv.join(" "))
+                } else {
+                    c.argv.join(" ")
+                }
+            }
+            Source::Http(h) => {
+                let method = match h.method {
+                    Method::Get => "GET",
+                    Method::Head => "HEAD",
+                };
+                match (&h.url, &h.url_env) {
+                    (Some(u), _) => format!("{method} {}", redact_url(u)),
+                    (None, Some(e)) => format!("{method} ${e}"),
+                    (None, None) => format!("{method} <no url>"),
+                }
+            }
+            Source::File(f) => format!("file {}", f.path),
+            Source::Sqlite(s) => format!("sqlite {}: {}", s.path, short(&s.query)),
+            Source::Postgres(s) => format!("postgres ${}: {}", s.url_env, short(&s.query)),
+            Source::Mysql(s) => format!("mysql ${}: {}", s.url_env, short(&s.query)),
+            Source::Redis(r) => {
+                let op = match r.op {
+                    RedisOp::Get => "GET",
+                    RedisOp::Hgetall => "HGETALL",
+                    RedisOp::Exists => "EXISTS",
+                };
+                format!("redis ${}: {op} {}", r.url_env, r.key)
+            }
+            Source::Git(g) => {
+                let mut s = format!(
+                    "git {} at {}",
+                    g.repo.as_deref().unwrap_or("."),
+                    g.rev.as_deref().unwrap_or("HEAD")
+                );
+                if let Some(f) = &g.file {
+                    s.push_str(&format!(" file {f}"));
+                }
+                s
+            }
+        }
+    }
+
+    fn own_timeout(&self) -> Option<f64> {
+        match self {
+            Source::Command(c) => c.timeout_s,
+            Source::Http(h) => h.timeout_s,
+            _ => None,
+        }
+    }
+}
+
+/// Run the probe once, now. The time limit is the smaller of `timeout` and the source's
+/// own `timeout_s`; when it passes, the probe is abandoned (a command's whole process
+/// group is killed) and the observation is [`ProbeError::Timeout`].
+pub async fn observe(source: &Source, ctx: &Context, timeout: Duration) -> Observation {
+    let mut scrub = Scrubber::default();
+    let value = match effective_limit(source, timeout) {
+        Err(e) => Err(e),
+        Ok(limit) => {
+            let fut = run(source, ctx, limit, &mut scrub);
+            match tokio::time::timeout(limit, fut).await {
+                Ok(r) => r,
+                Err(_) => Err(ProbeError::Timeout {
+                    limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                }),
+            }
+        }
+    };
+    Observation {
+        value: value.map_err(|e| e.scrubbed(&scrub)),
+        completed_at: time::OffsetDateTime::now_utc(),
+    }
+}
+
+fn effective_limit(source: &Source, timeout: Duration) -> Result<Duration, ProbeError> {
+    match source.own_timeout() {
+        None => Ok(timeout),
+        Some(s) => {
+            let own = Duration::try_from_secs_f64(s)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    ProbeError::invalid(format!("timeout_s must be a positive number, got {s}"))
+                })?;
+            Ok(own.min(timeout))
+        }
+    }
+}
+
+async fn run(
+    source: &Source,
+    ctx: &Context,
+    limit: Duration,
+    scrub: &mut Scrubber,
+) -> Result<Object, ProbeError> {
+    match source {
+        Source::Command(c) => command::observe(c, ctx, scrub).await,
+        Source::Http(h) => http::observe(h, ctx, limit, scrub).await,
+        Source::File(f) => file::observe(f, ctx).await,
+        Source::Sqlite(s) => sql::observe_sqlite(s, ctx).await,
+        Source::Postgres(s) => sql::observe_postgres(s, ctx, limit, scrub).await,
+        Source::Mysql(s) => sql::observe_mysql(s, ctx, scrub).await,
+        Source::Redis(r) => kv::observe(r, ctx, scrub).await,
+        Source::Git(g) => git::observe(g, ctx).await,
+    }
+}

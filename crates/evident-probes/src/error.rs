@@ -1,0 +1,179 @@
+//! Why nothing could be observed. Every variant prints a specific reason and none ever
+//! carries a secret: URLs are redacted and env values scrubbed before they get here.
+
+use serde::Serialize;
+
+/// How a path tried to leave the contract's root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Escape {
+    /// A `..` component (refused lexically, before touching the file system).
+    DotDot,
+    /// An absolute path.
+    Absolute,
+    /// A symlink whose target lies outside the root (or is absolute).
+    Symlink,
+}
+
+impl std::fmt::Display for Escape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Escape::DotDot => "a `..` component",
+            Escape::Absolute => "an absolute path",
+            Escape::Symlink => "a symlink that leads outside the root",
+        })
+    }
+}
+
+/// The reason a probe could not observe. An error is never a match: the gate turns it
+/// into "no observation" (unverified), never into a satisfied or refuted expectation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ProbeError {
+    /// The source itself is unusable (empty argv, a password written inline, ...).
+    #[error("invalid source: {reason}")]
+    InvalidSpec { reason: String },
+    /// A variable the source names is not set in the environment.
+    #[error("environment variable {name} is not set")]
+    EnvMissing { name: String },
+    /// The probe's time limit passed before the observation completed.
+    #[error("timed out after {limit_ms} ms")]
+    Timeout { limit_ms: u64 },
+    /// A path named by the source would leave the contract's root.
+    #[error("path {path:?} escapes the contract root through {via}")]
+    PathEscape { path: String, via: Escape },
+    /// A dangling symlink: neither present nor absent, so neither is claimed.
+    #[error("path {path:?} is a dangling symlink")]
+    DanglingSymlink { path: String },
+    /// Reading a local file failed for a reason other than absence.
+    #[error("cannot read {path:?}: {reason}")]
+    Io { path: String, reason: String },
+    /// More data than the source's size limit allows; nothing partial is observed.
+    #[error("{what} exceeds the limit of {limit} bytes")]
+    Oversize { what: String, limit: u64 },
+    /// The content is not what the requested view needs (JSON, UTF-8, ...).
+    #[error("{what} is not {expected}: {reason}")]
+    Format {
+        what: String,
+        expected: String,
+        reason: String,
+    },
+    /// Nothing listened at the address.
+    #[error("connection refused by {target}")]
+    ConnectionRefused { target: String },
+    /// The connection could not be made or broke (DNS, unreachable, TLS, reset, ...).
+    #[error("cannot connect to {target}: {reason}")]
+    Connect { target: String, reason: String },
+    /// A redirect answered and the source does not allow following it.
+    #[error(
+        "redirect refused: status {status} to {location:?} (set redirects = \"follow\" or \"observe\")"
+    )]
+    RedirectRefused { status: u16, location: String },
+    /// Any other HTTP failure (too many redirects, a broken body, ...).
+    #[error("HTTP request failed: {reason}")]
+    Http { reason: String },
+    /// The database was reached but refused us (authentication, unknown database, ...).
+    #[error("database {target} refused the session: {reason}")]
+    Database { target: String, reason: String },
+    /// The query, key or revision was rejected by the system asked.
+    #[error("query rejected: {reason}")]
+    BadQuery { reason: String },
+    /// A column whose SQL type has no faithful JSON form; cast it in the query.
+    #[error(
+        "column {column:?} has type {sql_type}, which is not read; cast it in the query (for example to text)"
+    )]
+    UnsupportedColumn { column: String, sql_type: String },
+    /// argv[0] is not an executable file on the inherited PATH (or at the path given).
+    #[error("command not found: {program}")]
+    CommandNotFound { program: String },
+    /// The command exists but could not be started.
+    #[error("cannot start {program}: {reason}")]
+    Spawn { program: String, reason: String },
+    /// The exit code and the parsed test summary contradict each other; the output
+    /// cannot be trusted (for example a test printing a fake "passed" line).
+    #[error(
+        "exit code {exit_code} disagrees with the {runner} summary ({passed} passed, {failed} failed): output cannot be trusted"
+    )]
+    SummaryDisagrees {
+        runner: String,
+        exit_code: i64,
+        passed: u64,
+        failed: u64,
+    },
+    /// The JUnit report named by the source is missing, stale or unreadable.
+    #[error("JUnit report {path:?}: {reason}")]
+    Junit { path: String, reason: String },
+    /// git failed for a reason other than "no such commit/file".
+    #[error("git: {reason}")]
+    Git { reason: String },
+}
+
+impl ProbeError {
+    /// A stable snake_case code for machine output.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProbeError::InvalidSpec { .. } => "invalid_spec",
+            ProbeError::EnvMissing { .. } => "env_missing",
+            ProbeError::Timeout { .. } => "timeout",
+            ProbeError::PathEscape { .. } => "path_escape",
+            ProbeError::DanglingSymlink { .. } => "dangling_symlink",
+            ProbeError::Io { .. } => "io",
+            ProbeError::Oversize { .. } => "oversize",
+            ProbeError::Format { .. } => "format",
+            ProbeError::ConnectionRefused { .. } => "connection_refused",
+            ProbeError::Connect { .. } => "connect",
+            ProbeError::RedirectRefused { .. } => "redirect_refused",
+            ProbeError::Http { .. } => "http",
+            ProbeError::Database { .. } => "database",
+            ProbeError::BadQuery { .. } => "bad_query",
+            ProbeError::UnsupportedColumn { .. } => "unsupported_column",
+            ProbeError::CommandNotFound { .. } => "command_not_found",
+            ProbeError::Spawn { .. } => "spawn",
+            ProbeError::SummaryDisagrees { .. } => "summary_disagrees",
+            ProbeError::Junit { .. } => "junit",
+            ProbeError::Git { .. } => "git",
+        }
+    }
+
+    pub(crate) fn invalid(reason: impl Into<String>) -> Self {
+        ProbeError::InvalidSpec {
+            reason: reason.into(),
+        }
+    }
+
+    /// Replace every secret in every string field; the last line of defence.
+    pub(crate) fn scrubbed(mut self, s: &crate::secret::Scrubber) -> Self {
+        let fields: Vec<&mut String> = match &mut self {
+            ProbeError::InvalidSpec { reason }
+            | ProbeError::BadQuery { reason }
+            | ProbeError::Http { reason }
+            | ProbeError::Git { reason } => vec![reason],
+            ProbeError::EnvMissing { name } => vec![name],
+            ProbeError::Timeout { .. } | ProbeError::SummaryDisagrees { .. } => vec![],
+            ProbeError::PathEscape { path, .. } | ProbeError::DanglingSymlink { path } => {
+                vec![path]
+            }
+            ProbeError::Io { path, reason } | ProbeError::Junit { path, reason } => {
+                vec![path, reason]
+            }
+            ProbeError::Oversize { what, .. } => vec![what],
+            ProbeError::Format {
+                what,
+                expected,
+                reason,
+            } => vec![what, expected, reason],
+            ProbeError::ConnectionRefused { target } => vec![target],
+            ProbeError::Connect { target, reason } | ProbeError::Database { target, reason } => {
+                vec![target, reason]
+            }
+            ProbeError::RedirectRefused { location, .. } => vec![location],
+            ProbeError::UnsupportedColumn { column, sql_type } => vec![column, sql_type],
+            ProbeError::CommandNotFound { program } => vec![program],
+            ProbeError::Spawn { program, reason } => vec![program, reason],
+        };
+        for f in fields {
+            *f = s.scrub(f);
+        }
+        self
+    }
+}

@@ -1,0 +1,158 @@
+//! A file under the contract's root: presence, size, digest, and opt-in views of its
+//! content (text, substrings, JSON pointers).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::ProbeError;
+use crate::spec::FileSpec;
+use crate::{Context, Object, paths};
+
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+pub async fn observe(spec: &FileSpec, ctx: &Context) -> Result<Object, ProbeError> {
+    let spec = spec.clone();
+    let root = ctx.root.clone();
+    tokio::task::spawn_blocking(move || observe_blocking(&spec, &root))
+        .await
+        .map_err(|e| ProbeError::Io {
+            path: String::new(),
+            reason: format!("file probe task failed: {e}"),
+        })?
+}
+
+fn observe_blocking(spec: &FileSpec, root: &Path) -> Result<Object, ProbeError> {
+    for p in spec.pointers.values() {
+        check_pointer(p)?;
+    }
+    let rel = paths::relative(&spec.path)?;
+    let dir = paths::root_dir(root)?;
+    let max = spec.max_bytes.unwrap_or(DEFAULT_MAX_FILE_BYTES);
+    let mut obj = Map::new();
+    let meta = match dir.metadata(&rel) {
+        Ok(m) => m,
+        // ENOTDIR: a parent is a file, so nothing is at this path either.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(20) => {
+            if let Ok(m) = dir.symlink_metadata(&rel)
+                && m.file_type().is_symlink()
+            {
+                return Err(ProbeError::DanglingSymlink {
+                    path: spec.path.clone(),
+                });
+            }
+            obj.insert("exists".into(), Value::Bool(false));
+            return Ok(obj);
+        }
+        Err(e) => return Err(paths::open_error(&spec.path, &e)),
+    };
+    obj.insert("exists".into(), Value::Bool(true));
+    let wants_content = spec.text || !spec.contains.is_empty() || !spec.pointers.is_empty();
+    if !meta.is_file() {
+        let kind = if meta.is_dir() { "dir" } else { "other" };
+        obj.insert("kind".into(), Value::from(kind));
+        if wants_content {
+            return Err(ProbeError::Io {
+                path: spec.path.clone(),
+                reason: format!("content requested but the path is a {kind}, not a file"),
+            });
+        }
+        return Ok(obj);
+    }
+    obj.insert("kind".into(), Value::from("file"));
+    if meta.len() > max {
+        return Err(ProbeError::Oversize {
+            what: format!("file {:?} ({} bytes)", spec.path, meta.len()),
+            limit: max,
+        });
+    }
+    let file = dir
+        .open(&rel)
+        .map_err(|e| paths::open_error(&spec.path, &e))?;
+    // Read at most max + 1 bytes: a file that grew past the limit is still caught.
+    let mut reader = file.take(max.saturating_add(1));
+    let mut hasher = Sha256::new();
+    let mut kept = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total: u64 = 0;
+    loop {
+        let n = reader.read(&mut buf).map_err(|e| ProbeError::Io {
+            path: spec.path.clone(),
+            reason: paths::io_reason(&e),
+        })?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > max {
+            return Err(ProbeError::Oversize {
+                what: format!("file {:?}", spec.path),
+                limit: max,
+            });
+        }
+        hasher.update(&buf[..n]);
+        if wants_content {
+            kept.extend_from_slice(&buf[..n]);
+        }
+    }
+    obj.insert("size".into(), Value::from(total));
+    obj.insert("sha256".into(), Value::from(hex::encode(hasher.finalize())));
+    if !spec.contains.is_empty() {
+        let mut c = Map::new();
+        for s in &spec.contains {
+            c.insert(s.clone(), Value::Bool(contains(&kept, s.as_bytes())));
+        }
+        obj.insert("contains".into(), Value::Object(c));
+    }
+    if spec.text {
+        let text = std::str::from_utf8(&kept).map_err(|e| ProbeError::Format {
+            what: format!("file {:?}", spec.path),
+            expected: "UTF-8 text".into(),
+            reason: e.to_string(),
+        })?;
+        obj.insert("text".into(), Value::from(text));
+    }
+    if !spec.pointers.is_empty() {
+        let doc = parse_json(&kept, &format!("file {:?}", spec.path))?;
+        obj.insert("json".into(), pointer_values(&doc, &spec.pointers));
+    }
+    Ok(obj)
+}
+
+/// A JSON pointer is empty or starts with `/` (RFC 6901).
+pub fn check_pointer(p: &str) -> Result<(), ProbeError> {
+    if p.is_empty() || p.starts_with('/') {
+        Ok(())
+    } else {
+        Err(ProbeError::invalid(format!(
+            "JSON pointer {p:?} must be empty or start with '/'"
+        )))
+    }
+}
+
+pub fn parse_json(bytes: &[u8], what: &str) -> Result<Value, ProbeError> {
+    serde_json::from_slice(bytes).map_err(|e| ProbeError::Format {
+        what: what.to_string(),
+        expected: "JSON".into(),
+        reason: e.to_string(),
+    })
+}
+
+/// Each pointer's value under its name; a pointer that resolves to nothing is left out
+/// (not observed), so it can neither satisfy nor contradict.
+pub fn pointer_values(doc: &Value, pointers: &BTreeMap<String, String>) -> Value {
+    let mut m = Map::new();
+    for (name, p) in pointers {
+        if let Some(v) = doc.pointer(p) {
+            m.insert(name.clone(), v.clone());
+        }
+    }
+    Value::Object(m)
+}
+
+pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}

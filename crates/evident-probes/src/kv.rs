@@ -1,0 +1,152 @@
+//! Redis readback: exactly one read command (GET, HGETALL or EXISTS), sizes checked
+//! before the value is fetched.
+
+use serde_json::{Map, Value};
+
+use crate::error::ProbeError;
+use crate::secret::{Scrubber, env_var};
+use crate::spec::{RedisOp, RedisSpec};
+use crate::{Context, Object};
+
+pub const DEFAULT_MAX_BYTES: u64 = 1024 * 1024;
+/// Most hash fields read by HGETALL.
+pub const MAX_FIELDS: u64 = 10_000;
+
+fn target(url: &str, env_name: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => format!(
+            "redis {}:{} (${env_name})",
+            u.host_str().unwrap_or("?"),
+            u.port().unwrap_or(6379)
+        ),
+        Err(_) => format!("redis (${env_name})"),
+    }
+}
+
+fn cmd_error(e: redis::RedisError) -> ProbeError {
+    if e.is_io_error() || e.is_timeout() {
+        ProbeError::Connect {
+            target: "redis".into(),
+            reason: e.to_string(),
+        }
+    } else {
+        ProbeError::BadQuery {
+            reason: e.to_string(),
+        }
+    }
+}
+
+fn utf8(b: Vec<u8>, what: &str) -> Result<String, ProbeError> {
+    String::from_utf8(b).map_err(|e| ProbeError::Format {
+        what: what.to_string(),
+        expected: "UTF-8 text".into(),
+        reason: e.utf8_error().to_string(),
+    })
+}
+
+pub async fn observe(
+    spec: &RedisSpec,
+    ctx: &Context,
+    scrub: &mut Scrubber,
+) -> Result<Object, ProbeError> {
+    let url = env_var(&ctx.env, &spec.url_env)?;
+    scrub.add_url(url);
+    let target = target(url, &spec.url_env);
+    let max = spec.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
+    let client = redis::Client::open(url).map_err(|_| {
+        ProbeError::invalid(format!(
+            "the value of ${} is not a redis:// URL",
+            spec.url_env
+        ))
+    })?;
+    let mut con = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| {
+            if e.is_connection_refusal() {
+                ProbeError::ConnectionRefused {
+                    target: target.clone(),
+                }
+            } else if e.is_io_error() || e.is_timeout() {
+                ProbeError::Connect {
+                    target: target.clone(),
+                    reason: e.to_string(),
+                }
+            } else {
+                ProbeError::Database {
+                    target: target.clone(),
+                    reason: e.to_string(),
+                }
+            }
+        })?;
+    let mut obj = Map::new();
+    match spec.op {
+        RedisOp::Exists => {
+            let n: i64 = redis::cmd("EXISTS")
+                .arg(&spec.key)
+                .query_async(&mut con)
+                .await
+                .map_err(cmd_error)?;
+            obj.insert("exists".into(), Value::Bool(n > 0));
+        }
+        RedisOp::Get => {
+            // STRLEN fails with WRONGTYPE on a non-string, as GET would.
+            let len: u64 = redis::cmd("STRLEN")
+                .arg(&spec.key)
+                .query_async(&mut con)
+                .await
+                .map_err(cmd_error)?;
+            if len > max {
+                return Err(ProbeError::Oversize {
+                    what: format!("value of key {:?} ({len} bytes)", spec.key),
+                    limit: max,
+                });
+            }
+            let v: Option<Vec<u8>> = redis::cmd("GET")
+                .arg(&spec.key)
+                .query_async(&mut con)
+                .await
+                .map_err(cmd_error)?;
+            obj.insert("exists".into(), Value::Bool(v.is_some()));
+            let value = match v {
+                Some(b) => Value::from(utf8(b, &format!("value of key {:?}", spec.key))?),
+                None => Value::Null,
+            };
+            obj.insert("value".into(), value);
+        }
+        RedisOp::Hgetall => {
+            let n: u64 = redis::cmd("HLEN")
+                .arg(&spec.key)
+                .query_async(&mut con)
+                .await
+                .map_err(cmd_error)?;
+            if n > MAX_FIELDS {
+                return Err(ProbeError::Oversize {
+                    what: format!("hash {:?} ({n} fields)", spec.key),
+                    limit: MAX_FIELDS,
+                });
+            }
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL")
+                .arg(&spec.key)
+                .query_async(&mut con)
+                .await
+                .map_err(cmd_error)?;
+            let total: u64 = pairs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+            if total > max {
+                return Err(ProbeError::Oversize {
+                    what: format!("hash {:?} ({total} bytes)", spec.key),
+                    limit: max,
+                });
+            }
+            obj.insert("exists".into(), Value::Bool(!pairs.is_empty()));
+            let mut fields = Map::new();
+            for (k, v) in pairs {
+                let k = utf8(k, &format!("a field name of hash {:?}", spec.key))?;
+                let v = utf8(v, &format!("field {k:?} of hash {:?}", spec.key))?;
+                fields.insert(k, Value::from(v));
+            }
+            obj.insert("fields".into(), Value::Object(fields));
+        }
+    }
+    Ok(obj)
+}

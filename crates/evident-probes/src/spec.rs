@@ -1,0 +1,244 @@
+//! What the task owner writes in a check's `source`: one struct per kind of witness.
+//! Strict: unknown fields are errors, so a typo cannot silently weaken a check.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::secret::EnvValue;
+
+/// Where a check's observation comes from. Externally tagged:
+/// `source = { sqlite = { path = "billing.db", query = "..." } }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Source {
+    /// Run a test command (test_run).
+    Command(CommandSpec),
+    /// Request an HTTP(S) URL (endpoint_health, or a JSON API readback).
+    Http(HttpSpec),
+    /// A file under the contract's root.
+    File(FileSpec),
+    /// A SQLite database file under the contract's root, opened read-only.
+    Sqlite(SqliteSpec),
+    /// A PostgreSQL query in a READ ONLY transaction.
+    Postgres(SqlSpec),
+    /// A MySQL / MariaDB query in a READ ONLY transaction.
+    Mysql(SqlSpec),
+    /// One Redis read: GET, HGETALL or EXISTS.
+    Redis(RedisSpec),
+    /// A git repository under the contract's root, through the `git` binary.
+    Git(GitSpec),
+}
+
+/// The summary format a test command prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Runner {
+    /// libtest's `test result: ok. N passed; N failed; N ignored; ...` lines, summed.
+    Cargo,
+    /// cargo nextest's `Summary [..] N tests run: N passed, N failed, N skipped`.
+    Nextest,
+    /// pytest's closing line `== N passed, N failed, N skipped in 0.1s ==`.
+    Pytest,
+    /// go test `-v` (`--- PASS:` lines) or `-json` (`"Action":"pass"` events).
+    Go,
+    /// Read only the JUnit XML file named by `junit`.
+    Junit,
+}
+
+impl Runner {
+    pub fn name(self) -> &'static str {
+        match self {
+            Runner::Cargo => "cargo",
+            Runner::Nextest => "nextest",
+            Runner::Pytest => "pytest",
+            Runner::Go => "go",
+            Runner::Junit => "junit",
+        }
+    }
+}
+
+/// A test command. Nothing of the gate's environment is passed to it except the
+/// variables named in `inherit_env` and the values set in `env`; argv[0] is looked up
+/// on the gate's own PATH (so `cargo` is found) even when PATH is not inherited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommandSpec {
+    /// The program and its arguments; never passed to a shell unless `shell = true`.
+    pub argv: Vec<String>,
+    /// Working directory, relative to the contract's root (default: the root).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Variables set for the command: literal strings or `{ env = "NAME" }`.
+    #[serde(default)]
+    pub env: BTreeMap<String, EnvValue>,
+    /// Names of variables passed through from the gate's environment (e.g. PATH, HOME).
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
+    /// Run `argv` (exactly one string) with `/bin/sh -c`.
+    #[serde(default)]
+    pub shell: bool,
+    /// Time limit in seconds; the smaller of this and the gate's limit applies.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// A JUnit XML report the command writes, relative to the root; counts come from it.
+    #[serde(default)]
+    pub junit: Option<String>,
+    /// The summary format; detected from the output when absent.
+    #[serde(default)]
+    pub runner: Option<Runner>,
+    /// Put the (scrubbed, capped) raw stdout/stderr in the observation.
+    #[serde(default)]
+    pub capture_output: bool,
+    /// Most bytes of each stream kept for `capture_output` (default 1 MiB). All output is
+    /// hashed and parsed whatever its size.
+    #[serde(default)]
+    pub max_output_bytes: Option<u64>,
+}
+
+/// HTTP methods a probe may use: both are safe (no side effects by contract).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    #[default]
+    Get,
+    Head,
+}
+
+/// What to do with a 3xx answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Redirects {
+    /// A redirect is an error: the endpoint named is not the one that answered.
+    #[default]
+    Refuse,
+    /// Follow up to 10 redirects and observe the final answer.
+    Follow,
+    /// Do not follow; observe the 3xx status and its `redirect_location`.
+    Observe,
+}
+
+/// An HTTP(S) request. `url` or `url_env` (exactly one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSpec {
+    /// The URL, written in the contract; must not contain a password.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Name of an environment variable holding the URL (when it carries credentials).
+    #[serde(default)]
+    pub url_env: Option<String>,
+    #[serde(default)]
+    pub method: Method,
+    /// Request headers: literal or `{ env = "NAME" }` (use env for tokens).
+    #[serde(default)]
+    pub headers: BTreeMap<String, EnvValue>,
+    #[serde(default)]
+    pub redirects: Redirects,
+    /// Largest body read (default 1 MiB); a larger body is an error, not a truncation.
+    #[serde(default)]
+    pub max_body_bytes: Option<u64>,
+    /// Time limit in seconds; the smaller of this and the gate's limit applies.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// Observe `body_contains: true|false` for this substring (raw bytes, no decoding).
+    /// [`Source::adopt_expected`] fills it from the expectation when absent.
+    #[serde(default)]
+    pub body_contains: Option<String>,
+    /// JSON pointers into the body, observed under `json.<name>`.
+    #[serde(default)]
+    pub pointers: BTreeMap<String, String>,
+    /// Response headers observed under `headers.<lowercased name>` (null when absent).
+    #[serde(default)]
+    pub headers_observed: Vec<String>,
+}
+
+/// A file (or directory) under the contract's root.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileSpec {
+    /// Relative to the root; `..`, absolute paths and escaping symlinks are refused.
+    pub path: String,
+    /// Observe the whole content as `text` (must be UTF-8).
+    #[serde(default)]
+    pub text: bool,
+    /// Substrings observed as `contains.<substring>: true|false`.
+    #[serde(default)]
+    pub contains: Vec<String>,
+    /// JSON pointers into the file, observed under `json.<name>`.
+    #[serde(default)]
+    pub pointers: BTreeMap<String, String>,
+    /// Largest file read (default 64 MiB); a larger file is an error.
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+}
+
+/// A SQLite database file under the root, opened read-only (never created).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SqliteSpec {
+    pub path: String,
+    pub query: String,
+    /// Bound in order to `?1`, `?2`, ...: strings, integers, floats, booleans, null.
+    #[serde(default)]
+    pub params: Vec<serde_json::Value>,
+    /// Most rows read (default 10 000); more is an error.
+    #[serde(default)]
+    pub max_rows: Option<u64>,
+}
+
+/// A query against a server database whose URL is in an environment variable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SqlSpec {
+    /// Name of the environment variable holding the connection URL (never the URL).
+    pub url_env: String,
+    pub query: String,
+    /// Bound in order (`$1`.. for PostgreSQL, `?` for MySQL).
+    #[serde(default)]
+    pub params: Vec<serde_json::Value>,
+    /// Most rows read (default 10 000); more is an error.
+    #[serde(default)]
+    pub max_rows: Option<u64>,
+}
+
+/// The one Redis read a probe makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RedisOp {
+    Get,
+    Hgetall,
+    Exists,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedisSpec {
+    /// Name of the environment variable holding the `redis://` URL.
+    pub url_env: String,
+    pub op: RedisOp,
+    pub key: String,
+    /// Largest value (GET) or total of field names and values (HGETALL) read; default 1 MiB.
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+}
+
+/// A git repository under the root. Observes `commit_exists`/`commit` for `rev`
+/// (default HEAD), `clean`, and with `file` the blob at `rev`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GitSpec {
+    /// The work tree (or bare repo) directory, relative to the root (default: the root).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// A revision: hash, branch, tag, `HEAD~1`... (default HEAD).
+    #[serde(default)]
+    pub rev: Option<String>,
+    /// A path inside the repository whose content at `rev` is hashed.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Largest blob read for `file` (default 64 MiB).
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+}
