@@ -109,7 +109,8 @@ pub fn closeout(opts: &Options) -> Result<Outcome, AuditError> {
         if let Some(c) = &claim {
             recs.push(("claim", c));
         }
-        records::scan(&recs, &a.bodies)
+        let inputs: Vec<String> = a.rows.iter().flat_map(|r| r.args.iter().cloned()).collect();
+        records::scan(&recs, &a.bodies, &inputs)
     };
     let mut status = a.status();
     if scan.pass() {

@@ -70,6 +70,22 @@ pub fn build(
     let count_role =
         |rows: &[crate::process::Row], role: &str| rows.iter().filter(|r| r.role == role).count();
     let spans: Vec<_> = a.results.iter().filter_map(|r| r.span.clone()).collect();
+    // The peer's span rows name the test `nodeid` and the interpreter `pytest_runner`.
+    let span_rows: Vec<Value> = a
+        .results
+        .iter()
+        .filter_map(|r| match (&r.claim.kind, &r.span) {
+            (ClaimKind::Span(claim), Some(s)) => {
+                let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+                v[claim.runner.name_field()] = json!(s.name);
+                if claim.runner == crate::input::Runner::Pytest {
+                    v["pytest_runner"] = json!(s.program);
+                }
+                Some(v)
+            }
+            _ => None,
+        })
+        .collect();
     let verified_claim_count = a
         .results
         .iter()
@@ -215,7 +231,7 @@ pub fn build(
                 "body_in_receipt": false,
             },
             "claims": a.results.iter().map(claim_fields).collect::<Vec<_>>(),
-            "spans": spans,
+            "spans": span_rows,
         },
         "findings": findings,
         "expected_negative_cases": expected,
@@ -294,12 +310,14 @@ impl Scan {
 
 /// Scans every record: no key may name a body, and no string may contain any line
 /// (of at least [`MIN_BODY_LINE_CHARS`] characters) of any captured stdout/stderr.
-pub fn scan(records: &[(&str, &Value)], bodies: &[Vec<u8>]) -> Scan {
+/// A line that only echoes an input (it appears inside one of `inputs`, e.g. a test
+/// name the runner prints back) proves nothing and is not searched for.
+pub fn scan(records: &[(&str, &Value)], bodies: &[Vec<u8>], inputs: &[String]) -> Scan {
     let mut lines = BTreeSet::new();
     for b in bodies {
         for line in String::from_utf8_lossy(b).lines() {
             let t = line.trim();
-            if t.chars().count() >= MIN_BODY_LINE_CHARS {
+            if t.chars().count() >= MIN_BODY_LINE_CHARS && !inputs.iter().any(|i| i.contains(t)) {
                 lines.insert(t.to_string());
             }
         }
@@ -353,15 +371,20 @@ mod tests {
     fn scan_finds_planted_bodies_and_keys() {
         let body = b"tests/test_x.py::test_b FAILED - assert 0\nok\n".to_vec();
         let clean = json!({"a": {"b": ["fine", 1]}, "digest": "abc"});
-        assert!(scan(&[("r", &clean)], std::slice::from_ref(&body)).pass());
+        assert!(scan(&[("r", &clean)], std::slice::from_ref(&body), &[]).pass());
         let leaked = json!({"a": {"note": "x tests/test_x.py::test_b FAILED - assert 0 y"}});
-        let s = scan(&[("r", &leaked)], std::slice::from_ref(&body));
+        let s = scan(&[("r", &leaked)], std::slice::from_ref(&body), &[]);
         assert_eq!(s.body_hits, vec!["r.a.note"]);
         let keyed = json!({"rows": [{"stdout": ""}]});
-        let s = scan(&[("r", &keyed)], &[]);
+        let s = scan(&[("r", &keyed)], &[], &[]);
         assert_eq!(s.forbidden_body_keys, vec!["r.rows[0].stdout"]);
         // short generic lines ("ok") are not treated as bodies
         let short = json!({"s": "ok"});
-        assert!(scan(&[("r", &short)], &[body]).pass());
+        assert!(scan(&[("r", &short)], std::slice::from_ref(&body), &[]).pass());
+        // a runner echoing an input (a test name from the claims) is not a body
+        let echo = b"failures:\n    tests::fails_here\n".to_vec();
+        let named = json!({"test": "tests::fails_here"});
+        assert!(!scan(&[("r", &named)], std::slice::from_ref(&echo), &[]).pass());
+        assert!(scan(&[("r", &named)], &[echo], &["tests::fails_here".into()]).pass());
     }
 }
