@@ -337,11 +337,7 @@ pub fn scan(records: &[(&str, &Value)], bodies: &[Vec<u8>], inputs: &[String]) -
 fn walk(path: &str, v: &Value, lines: &[String], s: &mut Scan) {
     let hit = |text: &str| lines.iter().any(|l| text.contains(l.as_str()));
     match v {
-        Value::String(t) => {
-            if hit(t) {
-                s.body_hits.push(path.to_string());
-            }
-        }
+        Value::String(t) if hit(t) => s.body_hits.push(path.to_string()),
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
                 walk(&format!("{path}[{i}]"), x, lines, s);
