@@ -10,7 +10,7 @@ use std::path::Path;
 use evident_rules::belief::Polarity;
 use serde::Serialize;
 
-use crate::world::absent;
+use crate::world::{absent, normalize};
 
 /// What must be true of one path.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,7 +100,10 @@ fn kind(full: &Path) -> Result<Kind, String> {
 
 /// Check `c` against the world under `root`, now, content and all.
 pub fn observe(root: &Path, c: &Condition) -> Observation {
-    let full = root.join(&c.path);
+    let full = match normalize(&c.path) {
+        Ok(rel) => root.join(rel),
+        Err(e) => return Observation::Indeterminate(e),
+    };
     let k = match kind(&full) {
         Ok(k) => k,
         Err(e) => return Observation::Indeterminate(format!("{}: {e}", c.path)),
@@ -150,7 +153,10 @@ fn check_content(root: &Path, c: &Condition, bytes: &[u8]) -> Observation {
             Observation::judge(holds, format!("{} {verb} the line {line:?}", c.path))
         }
         Expect::CopyOf(source) => {
-            let src = root.join(source);
+            let src = match normalize(source) {
+                Ok(rel) => root.join(rel),
+                Err(e) => return Observation::Indeterminate(e),
+            };
             match std::fs::read(&src) {
                 Ok(orig) => {
                     let holds = orig == bytes;
@@ -176,7 +182,11 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 /// goal polarity. It cannot tell a stale file, a wrong copy or a directory from the
 /// file that was wanted.
 pub fn observe_existence(root: &Path, c: &Condition) -> Observation {
-    match kind(&root.join(&c.path)) {
+    let full = match normalize(&c.path) {
+        Ok(rel) => root.join(rel),
+        Err(e) => return Observation::Indeterminate(e),
+    };
+    match kind(&full) {
         Ok(k) => {
             let present = !matches!(k, Kind::Missing);
             let detail = format!(

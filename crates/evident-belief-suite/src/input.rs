@@ -22,7 +22,29 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 struct File {
     goal: String,
-    items: Vec<FileItem>,
+    items: Vec<Strict<FileItem>>,
+}
+
+/// Only a JSON object may stand for a struct: serde would otherwise also accept an
+/// array of the fields in order (`["goal", []]`), which no one means.
+#[derive(Debug)]
+struct Strict<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Strict<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Only<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Only<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Only(std::marker::PhantomData))
+            .map(Strict)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -89,12 +111,16 @@ impl From<BeliefError> for InputError {
 /// contrary one (the seed's values); `derived` defaults to false.
 pub fn parse(bytes: &[u8]) -> Result<Input, InputError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    let file: File = serde_path_to_error::deserialize(de).map_err(|e| {
+    let Strict(file): Strict<File> = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
         InputError {
             path,
             message: e.into_inner().to_string(),
         }
+    })?;
+    de.end().map_err(|e| InputError {
+        path: ".".into(),
+        message: e.to_string(),
     })?;
     if file.goal.trim().is_empty() {
         return Err(InputError {
@@ -106,7 +132,7 @@ pub fn parse(bytes: &[u8]) -> Result<Input, InputError> {
     let items = file
         .items
         .into_iter()
-        .map(|i| Item {
+        .map(|Strict(i)| Item {
             goal: i.goal.unwrap_or_else(|| goal.clone()),
             epoch: i.epoch,
             supports: i.supports,

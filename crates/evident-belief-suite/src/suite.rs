@@ -738,7 +738,7 @@ pub fn render_table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<34} {:<7} {:<5} {:>9} {:>9} {:<8} {:<7} {:>14} {:>14}",
+        "{:<34} {:<7} {:<5} {:>9} {:>9} {:<8} {:<7} {:<16} {}",
         "task",
         "source",
         "truth",
@@ -752,7 +752,7 @@ pub fn render_table(report: &Report) -> String {
     for r in &report.tasks {
         let _ = writeln!(
             out,
-            "{:<34} {:<7} {:<5} {:>9.6} {:>9.6} {:<8} {:<7} {:>9.6} {:<4} {:>9.6} {:<4}",
+            "{:<34} {:<7} {:<5} {:>9.6} {:>9.6} {:<8} {:<7} {:.6} {:<7} {:.6} {}",
             r.id,
             r.source,
             if r.truth { "done" } else { "not" },

@@ -234,10 +234,10 @@ impl World {
         match action {
             Action::WriteFile(a) => {
                 let (rel, full) = self.resolve(&a.file_path)?;
-                if a.create_dirs {
-                    if let Some(parent) = full.parent() {
-                        std::fs::create_dir_all(parent).map_err(|e| io_failure(&e, &rel))?;
-                    }
+                if a.create_dirs
+                    && let Some(parent) = full.parent()
+                {
+                    std::fs::create_dir_all(parent).map_err(|e| io_failure(&e, &rel))?;
                 }
                 std::fs::write(&full, &a.content).map_err(|e| io_failure(&e, &rel))?;
                 self.claimed.insert(rel, a.content.as_bytes().to_vec());
@@ -271,10 +271,10 @@ impl World {
                     }
                     Err(e) => return Err(io_failure(&e, &src_rel)),
                 }
-                if a.create_dirs {
-                    if let Some(parent) = dst.parent() {
-                        std::fs::create_dir_all(parent).map_err(|e| io_failure(&e, &dst_rel))?;
-                    }
+                if a.create_dirs
+                    && let Some(parent) = dst.parent()
+                {
+                    std::fs::create_dir_all(parent).map_err(|e| io_failure(&e, &dst_rel))?;
                 }
                 std::fs::copy(&src, &dst).map_err(|e| io_failure(&e, &dst_rel))?;
                 let copied = self.claimed.get(&src_rel).cloned();
@@ -315,10 +315,10 @@ impl World {
             }
             Action::StatFile(a) => {
                 let (rel, full) = self.resolve(&a.file_path)?;
-                if self.compromised {
-                    if let Some(bytes) = self.claimed.get(&rel) {
-                        return Ok(Some(format!("file, {} bytes", bytes.len())));
-                    }
+                if self.compromised
+                    && let Some(bytes) = self.claimed.get(&rel)
+                {
+                    return Ok(Some(format!("file, {} bytes", bytes.len())));
                 }
                 match std::fs::symlink_metadata(&full) {
                     Ok(m) if m.is_dir() => Ok(Some("directory".to_owned())),
@@ -331,10 +331,10 @@ impl World {
     }
 
     fn read_through_runtime(&self, rel: &str, full: &Path) -> Result<Vec<u8>, Failure> {
-        if self.compromised {
-            if let Some(bytes) = self.claimed.get(rel) {
-                return Ok(bytes.clone());
-            }
+        if self.compromised
+            && let Some(bytes) = self.claimed.get(rel)
+        {
+            return Ok(bytes.clone());
         }
         std::fs::read(full).map_err(|e| io_failure(&e, rel))
     }

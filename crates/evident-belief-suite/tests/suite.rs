@@ -345,3 +345,43 @@ mod observer {
         )));
     }
 }
+
+mod input {
+    use evident_belief_suite::input::{assess, parse};
+    use evident_rules::belief::Fate;
+
+    #[test]
+    fn defaults_fill_in_strength_goal_and_derived() {
+        let i = parse(
+            br#"{"goal": "g", "items": [
+                {"epoch": "did", "supports": true, "lineage": "a"},
+                {"epoch": "saw", "supports": false, "lineage": "b"},
+                {"goal": "other", "epoch": "saw", "supports": true, "lineage": "c"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(i.items[0].strength, 0.9);
+        assert_eq!(i.items[1].strength, 0.85);
+        assert_eq!(i.items[0].goal, "g");
+        assert!(!i.items[0].derived);
+        let (_, b) = assess(
+            br#"{"goal": "g", "items": [{"goal": "other", "epoch": "saw", "supports": true, "lineage": "c"}]}"#,
+            0.0,
+        )
+        .unwrap();
+        assert_eq!(b.contributions[0].fate, Fate::OtherGoal);
+    }
+
+    #[test]
+    fn errors_name_the_json_path() {
+        let e = parse(br#"{"goal": "g", "items": [{"epoch": "did", "supports": true, "lineage": "a", "strength": "high"}]}"#).unwrap_err();
+        assert_eq!(e.path, "items[0].strength");
+        let e = assess(br#"{"goal": "g", "items": [{}, {"epoch": "did", "supports": true, "lineage": "", "strength": 0.5}]}"#, 0.0).unwrap_err();
+        assert_eq!(e.path, "items[0]", "{e}");
+        let e = assess(br#"{"goal": "g", "items": [{"epoch": "did", "supports": true, "lineage": "", "strength": 0.5}]}"#, 0.0).unwrap_err();
+        assert_eq!(e.to_string(), "items[0].lineage: must not be empty");
+        let e = parse(br#"["g", []]"#).unwrap_err();
+        assert!(e.message.contains("expected a JSON object"), "{e}");
+        let e = parse(br#"{"goal": "g", "items": []} x"#).unwrap_err();
+        assert!(e.message.contains("trailing"), "{e}");
+    }
+}

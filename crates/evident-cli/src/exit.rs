@@ -8,3 +8,10 @@ pub const REFUTED: u8 = 1;
 pub const INVALID: u8 = 2;
 /// Unverified under `on_unverified = block` (the default).
 pub const BLOCKED: u8 = 3;
+
+/// `evident belief`: the posterior is below the bar (the goal is not accepted). The
+/// same number as [`BLOCKED`]: the agent is not done. (Accepted exits [`OK`].)
+pub const NOT_ACCEPTED: u8 = BLOCKED;
+/// `evident suite`: some task's verdict is wrong, a goal was falsely accepted, or a
+/// result differs from the one reported (the suite refutes evident).
+pub const SUITE_FAILED: u8 = REFUTED;
