@@ -67,7 +67,7 @@ fn fabricated_success_is_not_accepted_exit_3_and_routes_to_replan() {
 
 #[test]
 fn six_confirmations_from_one_root_count_once() {
-    let list = vec![DID_OK; 6].join(", ");
+    let list = [DID_OK; 6].join(", ");
     let f = file(&items(&list));
     let out = evident()
         .args(["belief", "--json"])
