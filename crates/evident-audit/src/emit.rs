@@ -128,7 +128,7 @@ pub fn claim_document(a: &Audit) -> Value {
                 ),
                 _ => ("absent", Value::Null, later(a.finished_at)),
             };
-            json!({
+            let mut e = json!({
                 "check_type": check_type,
                 "target": target(c),
                 "expected": expected(c, live),
@@ -136,7 +136,22 @@ pub fn claim_document(a: &Audit) -> Value {
                 "at": rfc3339(at),
                 "covers": covers,
                 "verifier": {"id": VERIFIER_ID, "kind": kind},
-            })
+            });
+            if kind == "absent" {
+                // evident's extension: why the audit could not observe.
+                let why = match (&a.blocked, r) {
+                    (Some((code, message)), _) => format!("{code}: {message}"),
+                    (None, Some(r)) => r
+                        .codes
+                        .iter()
+                        .map(|(code, message)| format!("{code}: {message}"))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    (None, None) => "not observed".into(),
+                };
+                e["observation_error"] = json!(why);
+            }
+            e
         })
         .collect();
     let mut requires = Vec::new();
