@@ -136,6 +136,8 @@ pub struct Summary {
     pub false_incompletions: usize,
     /// Tasks with any parity or truth problem.
     pub tasks_with_problems: usize,
+    /// Largest |posterior − reported| over all tasks.
+    pub max_deviation: f64,
     /// False completions of the seed's existence-only observer.
     pub existence_only_false_completions: usize,
     /// False completions when counting naively.
@@ -160,6 +162,8 @@ pub enum SuiteError {
     PeerSuite(String),
     /// The temporary world could not be made.
     Io(std::io::Error),
+    /// The model refused the items the world produced (a bug in this crate).
+    Model(String),
 }
 
 impl std::fmt::Display for SuiteError {
@@ -167,6 +171,7 @@ impl std::fmt::Display for SuiteError {
         match self {
             SuiteError::PeerSuite(m) => write!(f, "peer suite (tests/data/suite.json): {m}"),
             SuiteError::Io(e) => write!(f, "temporary world: {e}"),
+            SuiteError::Model(m) => write!(f, "belief model: {m}"),
         }
     }
 }
@@ -578,7 +583,7 @@ fn saw_item(goal: &str, c: &Condition, o: &Observation) -> Option<Item> {
 }
 
 fn judge(goal: &str, items: &[Item]) -> Result<Belief, SuiteError> {
-    belief::assess(goal, items, 0.0).map_err(|e| SuiteError::PeerSuite(e.to_string()))
+    belief::assess(goal, items, 0.0).map_err(|e| SuiteError::Model(e.to_string()))
 }
 
 /// Run one task in a fresh temporary world.
@@ -719,6 +724,10 @@ pub fn run_suite() -> Result<Report, SuiteError> {
         false_completions,
         false_incompletions: count(&|r| !r.accepted && r.truth),
         tasks_with_problems,
+        max_deviation: results
+            .iter()
+            .map(|r| (r.posterior - r.reported).abs())
+            .fold(0.0, f64::max),
         existence_only_false_completions: count(&|r| r.existence_only.accepted && !r.truth),
         naive_false_completions: count(&|r| r.naive.accepted && !r.truth),
         passed: correct == results.len() && false_completions == 0 && tasks_with_problems == 0,
@@ -785,7 +794,8 @@ pub fn render_table(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "reported = the peer's posterior for seed 004's tasks, the hand-computed one for evident's own; tolerance {TOLERANCE:e}"
+        "reported = the peer's posterior for seed 004's tasks, the hand-computed one for evident's own; largest |posterior - reported| = {:.1e} (tolerance {TOLERANCE:e})",
+        s.max_deviation
     );
     for r in report.tasks.iter().filter(|r| !r.problems.is_empty()) {
         for p in &r.problems {

@@ -16,6 +16,7 @@ mod parity {
         assert_eq!(s.peer_tasks, 11);
         assert!(s.own_tasks >= 6);
         assert_eq!(s.false_completions, 0);
+        assert!(s.max_deviation <= 1e-6, "{}", s.max_deviation);
         assert_eq!(s.correct, s.tasks);
         assert!(s.passed);
         assert!(table.contains("PASS"));
