@@ -747,16 +747,8 @@ pub fn render_table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<34} {:<7} {:<5} {:>9} {:>9} {:<8} {:<7} {:<16} {}",
-        "task",
-        "source",
-        "truth",
-        "posterior",
-        "reported",
-        "accepted",
-        "correct",
-        "existence-only",
-        "naive"
+        "{:<34} {:<7} {:<5} {:>9} {:>9} {:<8} {:<7} {:<16} naive",
+        "task", "source", "truth", "posterior", "reported", "accepted", "correct", "existence-only",
     );
     for r in &report.tasks {
         let _ = writeln!(
