@@ -333,7 +333,7 @@ fn write_number(out: &mut String, text: &str, mode: Mode, path: &str) -> Result<
     }
     let parsed: Option<f64> = text.parse::<f64>().ok().filter(|f| f.is_finite());
     let chosen = match (parsed, mode) {
-        (Some(f), _) if f == 0.0 => {
+        (Some(0.0), _) => {
             // Underflow: a non-zero value that no double holds.
             match mode {
                 Mode::Rfc8785 => {

@@ -271,14 +271,12 @@ impl Ledger {
                     message: "no ledger here yet (nothing has been recorded)".into(),
                 });
             }
-            if create {
-                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|e| Error {
-                        kind: ErrorKind::Store,
-                        location: shown.clone(),
-                        message: format!("cannot create directory {}: {e}", parent.display()),
-                    })?;
-                }
+            if create && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| Error {
+                    kind: ErrorKind::Store,
+                    location: shown.clone(),
+                    message: format!("cannot create directory {}: {e}", parent.display()),
+                })?;
             }
         }
         let ledger = Ledger {
@@ -406,10 +404,10 @@ impl Ledger {
     pub fn find(&self, key: &str) -> Result<Record> {
         let key = key.trim();
         let digits = key.strip_prefix('#').unwrap_or(key);
-        if let Ok(id) = digits.parse::<u64>() {
-            if digits.len() < 6 || key.starts_with('#') {
-                return self.get(id);
-            }
+        if let Ok(id) = digits.parse::<u64>()
+            && (digits.len() < 6 || key.starts_with('#'))
+        {
+            return self.get(id);
         }
         let lower = key.to_ascii_lowercase();
         if lower.len() >= 6 && lower.len() <= 64 && lower.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -542,10 +540,10 @@ impl Ledger {
 
 impl Drop for Ledger {
     fn drop(&mut self) {
-        if tokio::runtime::Handle::try_current().is_err() {
-            if let Some(conn) = self.conn.get_mut().take() {
-                self.rt.block_on(conn.close());
-            }
+        if tokio::runtime::Handle::try_current().is_err()
+            && let Some(conn) = self.conn.get_mut().take()
+        {
+            self.rt.block_on(conn.close());
         }
     }
 }
@@ -641,14 +639,13 @@ pub fn parse_time_bound(text: &str, now: time::OffsetDateTime) -> Result<String,
             'w' => Some(604_800),
             _ => None,
         };
-        if let (Some(mult), Ok(n)) = (secs, t[..t.len() - unit.len_utf8()].parse::<i64>()) {
-            if n >= 0 {
-                if let Some(d) = n.checked_mul(mult).map(time::Duration::seconds) {
-                    if let Some(at) = now.checked_sub(d) {
-                        return Ok(format_time(at));
-                    }
-                }
-            }
+        if let (Some(mult), Ok(n)) = (secs, t[..t.len() - unit.len_utf8()].parse::<i64>())
+            && n >= 0
+            && let Some(at) = n
+                .checked_mul(mult)
+                .and_then(|secs| now.checked_sub(time::Duration::seconds(secs)))
+        {
+            return Ok(format_time(at));
         }
     }
     Err(format!(

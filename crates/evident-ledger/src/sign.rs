@@ -635,7 +635,8 @@ mod tests {
 
     #[test]
     fn each_tampered_field_is_detected() {
-        let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+        type Tamper = Box<dyn Fn(&mut Value)>;
+        let cases: Vec<(&str, Tamper)> = vec![
             (
                 "value",
                 Box::new(|v| v["observed_value"]["billing_zip"] = json!("94108")),
