@@ -111,6 +111,8 @@ pub struct Ledger {
     location: Location,
     shown: String,
     secrets: Vec<String>,
+    /// Create the store if missing (false for read-only commands).
+    create: bool,
     rt: tokio::runtime::Runtime,
 }
 
@@ -284,11 +286,12 @@ impl Ledger {
             location,
             shown,
             secrets,
+            create,
             rt,
         };
         ledger.block(|| async {
             let mut guard = ledger.conn.lock().await;
-            ledger.connect(&mut guard, create).await.map(|_| ())
+            ledger.connect(&mut guard).await.map(|_| ())
         })?;
         Ok(ledger)
     }
@@ -311,15 +314,28 @@ impl Ledger {
         }
     }
 
-    async fn connect<'a>(&self, slot: &'a mut Option<Conn>, create: bool) -> Result<&'a mut Conn> {
+    async fn connect<'a>(&self, slot: &'a mut Option<Conn>) -> Result<&'a mut Conn> {
+        let create = self.create;
         if slot.is_none() {
             let conn = match &self.location {
                 Location::Sqlite(path) => store::open_sqlite(path, create).await,
                 Location::Postgres { options, schema } => {
-                    store::open_postgres(options, schema).await
+                    store::open_postgres(options, schema, create).await
                 }
             }
-            .map_err(|e| self.err(ErrorKind::Store, "cannot open", &e))?;
+            .map_err(|e| match e {
+                sqlx::Error::RowNotFound => Error {
+                    kind: ErrorKind::Missing,
+                    location: self.shown.clone(),
+                    message: "no ledger here yet (the schema has no records table)".into(),
+                },
+                sqlx::Error::PoolTimedOut => Error {
+                    kind: ErrorKind::Store,
+                    location: self.shown.clone(),
+                    message: "cannot open: the server did not answer within 20 s".into(),
+                },
+                e => self.err(ErrorKind::Store, "cannot open", &e),
+            })?;
             *slot = Some(conn);
         }
         slot.as_mut().ok_or_else(|| Error {
@@ -342,7 +358,7 @@ impl Ledger {
     ) -> Result<T> {
         self.block(|| async {
             let mut guard = self.conn.lock().await;
-            let conn = self.connect(&mut guard, true).await?;
+            let conn = self.connect(&mut guard).await?;
             match op(conn).await {
                 Ok(v) => Ok(v),
                 Err(e) => {

@@ -100,12 +100,38 @@ fn is_busy(e: &sqlx::Error) -> bool {
     }
 }
 
+/// How long to wait for a PostgreSQL server to accept a connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
 pub(crate) async fn open_postgres(
     opts: &PgConnectOptions,
     schema: &str,
+    create: bool,
 ) -> Result<Conn, sqlx::Error> {
-    let mut conn = PgConnection::connect_with(opts).await?;
+    let mut conn =
+        match tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(opts)).await {
+            Ok(c) => c?,
+            Err(_) => {
+                return Err(sqlx::Error::PoolTimedOut);
+            }
+        };
     let lock_key = advisory_key(schema);
+    if !create {
+        let exists: Option<String> = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT to_regclass('\"{schema}\".records')::text"
+        )))
+        .fetch_one(&mut conn)
+        .await?;
+        if exists.is_none() {
+            let _ = conn.close().await;
+            return Err(sqlx::Error::RowNotFound);
+        }
+        return Ok(Conn::Postgres {
+            conn: Box::new(conn),
+            schema: schema.to_string(),
+            lock_key,
+        });
+    }
     let mut tx = conn.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)")
         .bind(lock_key)

@@ -193,6 +193,9 @@ fn postgres_round_trip_and_tamper() {
     let Some(pg) = PgSchema::new("rt") else {
         return;
     };
+    // Reading a schema that holds no ledger says so and creates nothing.
+    let err = open_existing(Some(&pg.location)).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Missing, "{err}");
     round_trip(&pg.location);
 }
 
