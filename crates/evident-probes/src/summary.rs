@@ -272,12 +272,13 @@ pub fn parse_junit(xml: &str) -> Result<Counts, String> {
                 failed,
                 skipped,
             };
-            if !attrs.iter().any(|(n, _)| n == "tests") {
-                return Err(format!("<{name}> has no tests attribute"));
-            }
+            let has_tests = attrs.iter().any(|(n, _)| n == "tests");
             if name == "testsuite" {
+                if !has_tests {
+                    return Err("<testsuite> has no tests attribute".into());
+                }
                 suites.push(c);
-            } else if totals.is_none() {
+            } else if totals.is_none() && has_tests {
                 totals = Some(c);
             }
         }

@@ -1,0 +1,122 @@
+use evident_probes::ProbeError;
+use serde_json::json;
+
+use crate::{SECRET, ctx, err, ok, run, service, src, unique};
+
+async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to test redis")
+}
+
+#[tokio::test]
+async fn redis_get_hgetall_exists() {
+    let Some(url) = service("EVIDENT_TEST_REDIS_URL") else {
+        return;
+    };
+    let mut a = admin(&url).await;
+    let k = unique("evident:session");
+    let h = unique("evident:user");
+    let missing = unique("evident:gone");
+    let big = unique("evident:big");
+    let _: () = redis::cmd("SET")
+        .arg(&k)
+        .arg("active")
+        .query_async(&mut a)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(&h)
+        .arg("zip")
+        .arg("94107")
+        .arg("tier")
+        .arg("gold")
+        .query_async(&mut a)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&big)
+        .arg("x".repeat(5000))
+        .query_async(&mut a)
+        .await
+        .unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let mut c = ctx(d.path());
+    c.env.insert("CACHE_URL".into(), url.clone());
+    let s = |op: &str, key: &str| {
+        src(&format!(
+            r#"{{ redis = {{ url_env = "CACHE_URL", op = "{op}", key = "{key}" }} }}"#
+        ))
+    };
+
+    let o = ok(run(&s("get", &k), &c, 5.0).await);
+    assert_eq!(
+        serde_json::Value::Object(o),
+        json!({"exists": true, "value": "active"})
+    );
+    let o = ok(run(&s("hgetall", &h), &c, 5.0).await);
+    assert_eq!(
+        serde_json::Value::Object(o),
+        json!({"exists": true, "fields": {"zip": "94107", "tier": "gold"}})
+    );
+    let o = ok(run(&s("exists", &k), &c, 5.0).await);
+    assert_eq!(o["exists"], json!(true));
+    // Absence goals.
+    for op in ["get", "hgetall", "exists"] {
+        let o = ok(run(&s(op, &missing), &c, 5.0).await);
+        assert_eq!(o["exists"], json!(false), "{op}");
+    }
+    // A value that would contradict: the world changed after the claim.
+    let _: () = redis::cmd("SET")
+        .arg(&k)
+        .arg("revoked")
+        .query_async(&mut a)
+        .await
+        .unwrap();
+    assert_eq!(
+        ok(run(&s("get", &k), &c, 5.0).await)["value"],
+        json!("revoked")
+    );
+    // Wrong type is a rejected query, not a value.
+    let e = err(run(&s("get", &h), &c, 5.0).await);
+    assert!(matches!(e, ProbeError::BadQuery { .. }), "{e}");
+    assert!(e.to_string().contains("WRONGTYPE"), "{e}");
+    let small = src(&format!(
+        r#"{{ redis = {{ url_env = "CACHE_URL", op = "get", key = "{big}", max_bytes = 1000 }} }}"#
+    ));
+    assert!(matches!(
+        err(run(&small, &c, 5.0).await),
+        ProbeError::Oversize { limit: 1000, .. }
+    ));
+    let _: () = redis::cmd("DEL")
+        .arg(&k)
+        .arg(&h)
+        .arg(&big)
+        .query_async(&mut a)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn redis_unreachable_and_secret() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = ctx(d.path());
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    c.env.insert(
+        "CACHE_URL".into(),
+        format!("redis://:{SECRET}@127.0.0.1:{port}/0"),
+    );
+    let s = src(r#"{ redis = { url_env = "CACHE_URL", op = "get", key = "k" } }"#);
+    let e = err(run(&s, &c, 5.0).await);
+    assert!(matches!(e, ProbeError::ConnectionRefused { .. }), "{e}");
+    let s = src(r#"{ redis = { url_env = "UNSET_CACHE_URL_Z", op = "get", key = "k" } }"#);
+    assert!(matches!(
+        err(run(&s, &c, 5.0).await),
+        ProbeError::EnvMissing { .. }
+    ));
+}
