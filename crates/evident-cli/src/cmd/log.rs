@@ -1,9 +1,102 @@
-//! `evident log` — not built yet.
+//! `evident log`: list recorded decisions from the ledger.
+
+use crate::exit;
 
 /// Arguments of `evident log`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Only records with this verdict state (verified, unverified, refuted, …).
+    #[arg(long, value_name = "STATE")]
+    state: Option<String>,
+    /// Only records of this task id.
+    #[arg(long, value_name = "TASK")]
+    task: Option<String>,
+    /// Only records of this kind (verify, gate, …).
+    #[arg(long, value_name = "KIND")]
+    kind: Option<String>,
+    /// Only records at or after this time: RFC 3339, a date (2026-08-27) or an age (30m, 2h, 7d).
+    #[arg(long, value_name = "TIME")]
+    since: Option<String>,
+    /// Only records before this time (same forms as --since).
+    #[arg(long, value_name = "TIME")]
+    until: Option<String>,
+    /// Show at most N records, the newest.
+    #[arg(long, value_name = "N")]
+    limit: Option<u64>,
+    /// Print a JSON array (each record without its documents; `evident show` has them).
+    #[arg(long)]
+    json: bool,
+    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else .evident/ledger.db).
+    #[arg(long, value_name = "LOCATION")]
+    ledger: Option<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`evident log` is not built yet")
+pub fn run(a: Args) -> anyhow::Result<u8> {
+    let now = time::OffsetDateTime::now_utc();
+    let bound = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<String>> {
+        v.as_deref()
+            .map(|t| {
+                evident_ledger::parse_time_bound(t, now).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
+            })
+            .transpose()
+    };
+    let filter = evident_ledger::Filter {
+        state: a.state,
+        task_id: a.task,
+        kind: a.kind,
+        since: bound("--since", &a.since)?,
+        until: bound("--until", &a.until)?,
+        limit: a.limit,
+        newest_first: a.limit.is_some(),
+    };
+    let ledger = match evident_ledger::open_existing(a.ledger.as_deref()) {
+        Ok(l) => l,
+        Err(e) if e.kind == evident_ledger::ErrorKind::Missing => {
+            if a.json {
+                println!("[]");
+            } else {
+                eprintln!("no records: {e}");
+            }
+            return Ok(exit::OK);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut records = ledger.list(&filter)?;
+    records.sort_by_key(|r| r.id);
+    if a.json {
+        let items: Vec<serde_json::Value> = records.iter().map(summary).collect();
+        println!("{}", serde_json::to_string_pretty(&items)?);
+        return Ok(exit::OK);
+    }
+    if records.is_empty() {
+        eprintln!("no matching records in ledger {}", ledger.location());
+        return Ok(exit::OK);
+    }
+    for r in &records {
+        println!(
+            "#{:<6} {}  {:<7} {:<10} {}  {}",
+            r.id,
+            r.time,
+            r.kind,
+            r.state,
+            &r.hash[..12.min(r.hash.len())],
+            r.task_id.as_deref().unwrap_or("-")
+        );
+    }
+    Ok(exit::OK)
+}
+
+fn summary(r: &evident_ledger::Record) -> serde_json::Value {
+    serde_json::json!({
+        "id": r.id,
+        "time": r.time,
+        "kind": r.kind,
+        "task_id": r.task_id,
+        "state": r.state,
+        "claim_digest": r.claim_digest,
+        "contract_digest": r.contract_digest,
+        "verdict": r.verdict,
+        "prev_hash": r.prev_hash,
+        "hash": r.hash,
+    })
 }

@@ -1,9 +1,47 @@
-//! `evident show` — not built yet.
+//! `evident show ID`: one recorded decision with its documents.
+
+use crate::exit;
 
 /// Arguments of `evident show`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The record: its id (42 or #42) or a prefix of its hash (6+ hex digits).
+    #[arg(value_name = "ID")]
+    id: String,
+    /// Print the record as JSON (exactly what `evident ledger export` writes for it).
+    #[arg(long)]
+    json: bool,
+    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else .evident/ledger.db).
+    #[arg(long, value_name = "LOCATION")]
+    ledger: Option<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`evident show` is not built yet")
+pub fn run(a: Args) -> anyhow::Result<u8> {
+    let ledger = evident_ledger::open_existing(a.ledger.as_deref())?;
+    let r = ledger.find(&a.id)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r.to_json())?);
+        return Ok(exit::OK);
+    }
+    println!("record     #{}", r.id);
+    println!("time       {}", r.time);
+    println!("kind       {}", r.kind);
+    println!("task       {}", r.task_id.as_deref().unwrap_or("-"));
+    println!("state      {}", r.state);
+    println!("claim      {}", r.claim_digest);
+    println!("contract   {}", r.contract_digest.as_deref().unwrap_or("-"));
+    println!("prev_hash  {}", r.prev_hash);
+    println!("hash       {}", r.hash);
+    println!("\nverdict:\n{}", serde_json::to_string_pretty(&r.verdict)?);
+    println!(
+        "\nclaim (secrets removed):\n{}",
+        serde_json::to_string_pretty(&r.claim)?
+    );
+    if let Some(c) = &r.contract {
+        println!(
+            "\ncontract (secrets removed):\n{}",
+            serde_json::to_string_pretty(c)?
+        );
+    }
+    Ok(exit::OK)
 }
