@@ -24,7 +24,12 @@ fn env_usize(name: &str, default: usize) -> usize {
 fn entry(i: usize) -> NewEntry {
     let task = format!("deploy-{i}");
     NewEntry {
-        kind: if i % 3 == 0 { "gate" } else { "verify" }.into(),
+        kind: if i.is_multiple_of(3) {
+            "gate"
+        } else {
+            "verify"
+        }
+        .into(),
         task_id: Some(task.clone()),
         state: ["verified", "unverified", "refuted"][i % 3].into(),
         claim: json!({
@@ -60,7 +65,7 @@ fn entry(i: usize) -> NewEntry {
             ]
         })),
         verdict: json!({
-            "state": ["verified", "unverified", "refuted"][i % 3],
+            "state": (["verified", "unverified", "refuted"][i % 3]),
             "unmet": [],
             "reason": "every mutation covered by fresh, independent, matching evidence",
             "decided_at": "2026-08-27T18:04:50Z"
