@@ -496,3 +496,37 @@ fn bad_locations_are_named_without_passwords() {
     let err = open(Some("mysql://x/y")).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Location);
 }
+
+#[test]
+fn the_blocking_api_works_inside_another_runtime_and_across_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<evident_ledger::Ledger>();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let ledger = std::sync::Arc::new(open(Some(path.to_str().unwrap())).unwrap());
+    // From async code on a multi-threaded runtime (as `evident gate` calls it).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let l2 = ledger.clone();
+    let id = rt.block_on(async move { l2.append(entry("in-runtime", "verified")).unwrap().id });
+    assert_eq!(id, 1);
+    // From several threads of one process at once.
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let l = ledger.clone();
+            std::thread::spawn(move || {
+                for i in 0..25 {
+                    l.append(entry(&format!("th{t}-{i}"), "verified")).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let report = ledger.verify().unwrap();
+    assert_eq!((report.records, report.broken), (101, None));
+}
