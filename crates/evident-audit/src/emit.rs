@@ -60,7 +60,15 @@ fn sentence(claims: &[Claim]) -> String {
             ClaimKind::Span(s) => format!("the test {} ran", s.name),
         })
         .collect();
-    format!("I {}.", parts.join(", and ")).replace("I the test", "The test")
+    let text = match parts.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{}, and {last}", rest.join(", ")),
+    };
+    match text.strip_prefix("the test") {
+        Some(rest) => format!("The test{rest}."),
+        None => format!("I {text}."),
+    }
 }
 
 /// The Completion Claim v0.1 document for this audit.

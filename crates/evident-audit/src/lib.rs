@@ -68,6 +68,46 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
+/// The nearest directory at or above `repo` that holds a `.git`.
+fn work_tree_root(repo: &Path) -> Option<PathBuf> {
+    let mut dir = std::fs::canonicalize(repo).ok()?;
+    loop {
+        if dir.join(".git").exists() {
+            return Some(dir);
+        }
+        if !dir.pop() {
+            return None;
+        }
+    }
+}
+
+/// `path` made absolute through its nearest existing ancestor (symlinks resolved).
+fn absolute(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut p = path.to_path_buf();
+    if p.is_relative() {
+        if let Ok(cwd) = std::env::current_dir() {
+            p = cwd.join(p);
+        }
+    }
+    loop {
+        if let Ok(c) = std::fs::canonicalize(&p) {
+            let mut out = c;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (p.file_name().map(|f| f.to_os_string()), p.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                p = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 fn write_json(path: &Path, v: &Value) -> Result<(), AuditError> {
     let mut text = serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into());
     text.push('\n');
@@ -79,6 +119,17 @@ fn write_json(path: &Path, v: &Value) -> Result<(), AuditError> {
 
 /// Runs the audit, scans the records for bodies, and writes them to `opts.out`.
 pub fn closeout(opts: &Options) -> Result<Outcome, AuditError> {
+    if opts.live {
+        if let Some(top) = work_tree_root(&opts.repo) {
+            if absolute(&opts.out).starts_with(&top) {
+                return Err(AuditError::Usage(format!(
+                    "--out {} is inside the repository {}: live mode never writes to the repository",
+                    opts.out.display(),
+                    top.display()
+                )));
+            }
+        }
+    }
     std::fs::create_dir_all(&opts.out).map_err(|source| AuditError::Io {
         file: opts.out.display().to_string(),
         source,

@@ -470,6 +470,12 @@ fn live_mode_checks_ancestry_and_never_writes() {
     let out = closeout(&o).unwrap();
     assert_eq!(claim(&out.result, "side")["status"], "verified");
     assert_eq!(claim(&out.result, "head")["status"], "rejected");
+    // --out inside the repository is refused before anything is written
+    let mut inside = o.clone();
+    inside.out = repo.join("records/new");
+    let e = closeout(&inside).unwrap_err().to_string();
+    assert!(e.contains("live mode never writes"), "{e}");
+    assert!(!repo.join("records").exists());
     o.branch = Some("no-such-branch".into());
     assert!(
         closeout(&o)
@@ -505,6 +511,12 @@ fn the_emitted_claim_is_seed_000_shaped() {
     assert_eq!(muts.len(), 2);
     assert_eq!(muts[0]["kind"], "code_change");
     assert_eq!(muts[1]["kind"], "state_write");
+    assert_eq!(
+        c["claimed_outcome"],
+        format!(
+            "I committed the change (HEAD), closed the ledger item cap_fixture_closeout_receipt_exists, and the test {PEER_NODE} passed."
+        )
+    );
     let ev = c["evidence"].as_array().unwrap();
     let types: Vec<&str> = ev
         .iter()
