@@ -85,10 +85,10 @@ fn work_tree_root(repo: &Path) -> Option<PathBuf> {
 fn absolute(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     let mut p = path.to_path_buf();
-    if p.is_relative() {
-        if let Ok(cwd) = std::env::current_dir() {
-            p = cwd.join(p);
-        }
+    if p.is_relative()
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        p = cwd.join(p);
     }
     loop {
         if let Ok(c) = std::fs::canonicalize(&p) {
@@ -119,16 +119,15 @@ fn write_json(path: &Path, v: &Value) -> Result<(), AuditError> {
 
 /// Runs the audit, scans the records for bodies, and writes them to `opts.out`.
 pub fn closeout(opts: &Options) -> Result<Outcome, AuditError> {
-    if opts.live {
-        if let Some(top) = work_tree_root(&opts.repo) {
-            if absolute(&opts.out).starts_with(&top) {
-                return Err(AuditError::Usage(format!(
-                    "--out {} is inside the repository {}: live mode never writes to the repository",
-                    opts.out.display(),
-                    top.display()
-                )));
-            }
-        }
+    if opts.live
+        && let Some(top) = work_tree_root(&opts.repo)
+        && absolute(&opts.out).starts_with(&top)
+    {
+        return Err(AuditError::Usage(format!(
+            "--out {} is inside the repository {}: live mode never writes to the repository",
+            opts.out.display(),
+            top.display()
+        )));
     }
     std::fs::create_dir_all(&opts.out).map_err(|source| AuditError::Io {
         file: opts.out.display().to_string(),
