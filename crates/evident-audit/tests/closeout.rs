@@ -588,3 +588,64 @@ fn bad_inputs_are_errors_naming_file_and_path() {
     o3.branch = Some("main".into());
     assert!(closeout(&o3).unwrap_err().to_string().contains("--live"));
 }
+
+#[test]
+fn runners_that_cannot_observe_block_and_never_pass() {
+    let env = Env::new();
+    std::fs::write(
+        env.path("repo/tests/test_slow.py"),
+        "import time\n\n\ndef test_slow():\n    time.sleep(60)\n",
+    )
+    .unwrap();
+    // a span that outlives its timeout is blocked, and the process group is killed
+    let mut o = env.opts(&claims_doc(json!([
+        commit("head", "HEAD"),
+        pytest("slow", "tests/test_slow.py::test_slow", true, true),
+    ])));
+    o.test_timeout = std::time::Duration::from_secs(3);
+    let t = std::time::Instant::now();
+    let out = closeout(&o).unwrap();
+    assert!(t.elapsed() < std::time::Duration::from_secs(40));
+    assert_eq!(out.status, Status::Blocked);
+    assert_eq!(out.verdict, Verdict::Unverified);
+    assert_eq!(
+        codes_of(claim(&out.result, "slow")),
+        vec![codes::RUNNER_TIMEOUT]
+    );
+    assert_eq!(claim(&out.result, "slow")["status"], "blocked");
+    // no interpreter with pytest
+    let mut o = env.opts(&claims_doc(json!([pytest("p", PEER_NODE, true, true)])));
+    o.python = Some("/nonexistent/python3".into());
+    let out = closeout(&o).unwrap();
+    assert_eq!(out.status, Status::Blocked);
+    assert_eq!(
+        codes_of(claim(&out.result, "p")),
+        vec![codes::RUNNER_UNAVAILABLE]
+    );
+    // go: there is no Go toolchain on the machine these tests were written on; when
+    // `go` cannot start, the span is blocked (never "did not run", never passed)
+    let go_missing = std::process::Command::new("go")
+        .arg("version")
+        .output()
+        .is_err();
+    if go_missing {
+        let o = env.opts(&claims_doc(
+            json!([{"claim_id": "g", "claim_type": "go_test_span",
+            "run": "^TestAdd$", "expected_pass": true, "pass_status_checked": true}]),
+        ));
+        let out = closeout(&o).unwrap();
+        assert_eq!(out.status, Status::Blocked);
+        assert_eq!(
+            codes_of(claim(&out.result, "g")),
+            vec![codes::RUNNER_UNAVAILABLE]
+        );
+        assert_eq!(
+            out.result["subprocesses"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()["args"],
+            json!(["go", "test", "-json", "-count=1", "-run=^TestAdd$", "./..."])
+        );
+    }
+}
