@@ -7,6 +7,7 @@
 mod cmd;
 mod exit;
 mod input;
+mod record;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -24,9 +25,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Recompute the verdict of a Completion Claim v0.1 document.
     Verify(cmd::verify::Args),
-    /// Run an owner's contract against the world and decide an agent's claim.
     Gate(cmd::gate::Args),
     /// Print the JSON Schema of a document type.
     Schema(cmd::schema::Args),
@@ -55,6 +54,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    restore_default_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -83,5 +83,16 @@ fn main() -> std::process::ExitCode {
             eprintln!("error: {e:#}");
             std::process::ExitCode::from(exit::INVALID)
         }
+    }
+}
+
+/// Rust ignores SIGPIPE, so `evident … | head` would panic on the first write after
+/// `head` exits. Restoring the default makes evident end quietly, as Unix tools do.
+#[allow(unsafe_code)]
+fn restore_default_sigpipe() {
+    // SAFETY: called once at start-up, before any thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -211,6 +211,17 @@ impl Claim {
     /// Types an already strictly-parsed document (used for documents embedded in others).
     pub fn from_parsed(parsed: json::Parsed, file: &str) -> Result<ClaimDocument, Error> {
         let json::Parsed { value, spans } = parsed;
+        if !value.is_object() {
+            return Err(Error::at(
+                file,
+                &spans,
+                String::new(),
+                format!(
+                    "a claim must be a JSON object, not {}",
+                    json_type_name(&value)
+                ),
+            ));
+        }
         let (claim, warnings): (Claim, _) = crate::typed(&value, &spans, file)?;
         let doc = ClaimDocument {
             claim,
@@ -276,5 +287,17 @@ pub fn json_type_name(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_must_be_an_object() {
+        let e = Claim::parse(b"[1, 2, 3]", "x.json").unwrap_err();
+        assert_eq!(e.path, "");
+        assert!(e.message.contains("must be a JSON object"), "{e}");
     }
 }

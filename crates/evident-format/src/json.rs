@@ -168,10 +168,7 @@ impl Parser<'_> {
 
     fn value(&mut self, path: String, depth: usize) -> Result<Value, SyntaxError> {
         if depth > MAX_DEPTH {
-            return Err(self.error(
-                format!("nesting is deeper than {MAX_DEPTH} levels"),
-                &path,
-            ));
+            return Err(self.error(format!("nesting is deeper than {MAX_DEPTH} levels"), &path));
         }
         self.spans.0.insert(path.clone(), pos_at(self.text, self.i));
         match self.peek() {
@@ -432,7 +429,11 @@ mod tests {
             b"{} {}",
             b"{'a':1}",
         ] {
-            assert!(parse(bad).is_err(), "accepted {:?}", String::from_utf8_lossy(bad));
+            assert!(
+                parse(bad).is_err(),
+                "accepted {:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 

@@ -84,7 +84,11 @@ pub struct Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.pos {
-            Some(p) => write!(f, "{}:{}: at {}: {}", p.line, p.col, self.path, self.message),
+            Some(p) => write!(
+                f,
+                "{}:{}: at {}: {}",
+                p.line, p.col, self.path, self.message
+            ),
             None => write!(f, "at {}: {}", self.path, self.message),
         }
     }

@@ -35,7 +35,11 @@ impl Cmp {
 
 /// Compares every expected key with the observed object. `body_contains` gets the
 /// spec's text meaning when `health` is true (an `endpoint_health` check).
-pub fn compare_object(expected: &Map<String, Value>, observed: &Map<String, Value>, health: bool) -> Cmp {
+pub fn compare_object(
+    expected: &Map<String, Value>,
+    observed: &Map<String, Value>,
+    health: bool,
+) -> Cmp {
     let mut result = Cmp::Match;
     for (key, want) in expected {
         let path = evident_format::json::push_key("", key);
@@ -201,7 +205,10 @@ mod tests {
         let got = json!({"body_contains": "version 1.4.2 ok"});
         let (w, g) = (want.as_object().unwrap(), got.as_object().unwrap());
         assert_eq!(compare_object(w, g, true), Cmp::Match);
-        assert!(matches!(compare_object(w, g, false), Cmp::Contradiction { .. }));
+        assert!(matches!(
+            compare_object(w, g, false),
+            Cmp::Contradiction { .. }
+        ));
         let no = json!({"body_contains": false});
         assert!(matches!(
             compare_object(w, no.as_object().unwrap(), true),

@@ -209,7 +209,10 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
             Some([]) | None => String::new(),
             Some(req) => format!(
                 " and the policy's required checks ({}) are satisfied",
-                req.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
+                req.iter()
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         };
         (
@@ -220,7 +223,10 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
             ),
         )
     } else {
-        let mut reason = format!("Unverified: nothing independent, fresh and matching shows {}.", describe_unmet(&unmet));
+        let mut reason = format!(
+            "Unverified: nothing independent, fresh and matching shows {}.",
+            describe_unmet(&unmet)
+        );
         if let Some((i, detail)) = self_contradiction {
             reason.push_str(&format!(
                 " Note: the agent's own evidence[{i}] contradicts its claim ({detail})."
@@ -273,18 +279,26 @@ fn judge(
 ) -> (Code, String) {
     let comparison = compare(e);
     let says = |prefix: &str| match &comparison {
-        Ok((Code::Contradicts, d)) => format!("{prefix}; its observation contradicts expected: {d}"),
+        Ok((Code::Contradicts, d)) => {
+            format!("{prefix}; its observation contradicts expected: {d}")
+        }
         _ => prefix.to_string(),
     };
     match e.verifier.kind {
         VerifierKind::SelfAttested => {
             return (
                 Code::SelfAttested,
-                says(&format!("self-attested by {:?}: recorded, never counted", e.verifier.id)),
+                says(&format!(
+                    "self-attested by {:?}: recorded, never counted",
+                    e.verifier.id
+                )),
             );
         }
         VerifierKind::Absent => {
-            return (Code::Absent, "marked absent: the check did not happen".into());
+            return (
+                Code::Absent,
+                "marked absent: the check did not happen".into(),
+            );
         }
         VerifierKind::Independent if !authenticated => {
             return (
@@ -298,12 +312,18 @@ fn judge(
         VerifierKind::Independent => {}
     }
     if e.covers.is_empty() {
-        return (Code::CoversNothing, "covers no mutation, so it can speak for none".into());
+        return (
+            Code::CoversNothing,
+            "covers no mutation, so it can speak for none".into(),
+        );
     }
     if e.at > *decided_at {
         return (
             Code::FromTheFuture,
-            format!("dated {} after the decision time {}: it cannot have been observed yet", e.at, decided_at),
+            format!(
+                "dated {} after the decision time {}: it cannot have been observed yet",
+                e.at, decided_at
+            ),
         );
     }
     if let Some(max) = max_age_ns {
@@ -311,7 +331,10 @@ fn judge(
         if age > max {
             return (
                 Code::Stale,
-                format!("observed {} before the decision, more than max_age_s allows", seconds(age)),
+                format!(
+                    "observed {} before the decision, more than max_age_s allows",
+                    seconds(age)
+                ),
             );
         }
     }
@@ -321,7 +344,10 @@ fn judge(
         {
             return (
                 Code::PredatesMutation,
-                format!("observed at {}, not strictly after mutation {:?} at {}", e.at, m.id, m.at),
+                format!(
+                    "observed at {}, not strictly after mutation {:?} at {}",
+                    e.at, m.id, m.at
+                ),
             );
         }
     }
@@ -346,7 +372,10 @@ fn seconds(ns: i128) -> String {
 #[allow(clippy::result_large_err)]
 fn compare(e: &Evidence) -> Result<(Code, String), (Code, String)> {
     if let Some(err) = observation_error(e) {
-        return Err((Code::ObservationFailed, format!("the verifier could not observe: {err}")));
+        return Err((
+            Code::ObservationFailed,
+            format!("the verifier could not observe: {err}"),
+        ));
     }
     let Some(observed) = e.observed_value.as_object() else {
         return Err((
@@ -359,7 +388,12 @@ fn compare(e: &Evidence) -> Result<(Code, String), (Code, String)> {
     };
     let expected = match e.expected.as_object() {
         Some(x) if !x.is_empty() => x,
-        _ => return Err((Code::EmptyExpected, "expected is empty: it asserts nothing".into())),
+        _ => {
+            return Err((
+                Code::EmptyExpected,
+                "expected is empty: it asserts nothing".into(),
+            ));
+        }
     };
     let health = e.check_type == CheckType::EndpointHealth.as_str();
     Ok(match compare_object(expected, observed, health) {

@@ -1,9 +1,147 @@
-//! `evident gate` — not built yet.
+//! `evident gate CONTRACT CLAIM`: run the owner's contract against the world now, add
+//! what it observed as independent evidence, and decide the agent's claim.
 
-/// Arguments of `evident gate`.
+use crate::{input, report};
+use anyhow::{Context as _, anyhow};
+use evident_format::Claim;
+use evident_gate::{Contract, Settings};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Run an owner's contract against the world and decide an agent's claim.
+///
+/// Every probe, target and expectation comes from CONTRACT (TOML or JSON; see
+/// `evident schema contract`); CLAIM only says what the agent changed. The gate's
+/// observations are added as independent evidence (verifier `evident/<version>`) and
+/// the claim is decided under the contract's policy. The agent's own evidence is kept
+/// but counts only when signed by a verifier the contract trusts.
+///
+/// Exit codes: 0 verified (or unverified under on_unverified warn/record), 1 refuted,
+/// 3 unverified under block (the default), 2 invalid input or usage.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The owner's contract (`.toml` or `.json`).
+    pub contract: PathBuf,
+    /// The agent's Completion Claim v0.1 (JSON), or `-` for stdin.
+    pub claim: String,
+    /// Print the claim with the gate's evidence and the verdict as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the outcome as JUnit XML to this file (for CI systems).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Checks run at once.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub jobs: usize,
+    /// One deadline for all checks together, in seconds.
+    #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
+    pub timeout: f64,
+    /// Directory that paths in the contract are relative to (default: the contract's directory).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Sign each evidence item the gate collects with this key (from `evident key generate`).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub record: crate::record::RecordArgs,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`evident gate` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let contract_name = args.contract.display().to_string();
+    let contract_bytes = input::read_limited(&contract_name)?;
+    let contract = Contract::parse(&contract_bytes, &contract_name).map_err(|e| anyhow!("{e}"))?;
+    let claim_bytes = input::read_limited(&args.claim)?;
+    let claim_name = if args.claim == "-" {
+        "<stdin>"
+    } else {
+        &args.claim
+    };
+    let claim = Claim::parse(&claim_bytes, claim_name).map_err(|e| anyhow!("{e}"))?;
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        anyhow::bail!("--timeout must be a positive number of seconds");
+    }
+    let root = match &args.root {
+        Some(r) => r.clone(),
+        None => args
+            .contract
+            .parent()
+            .map(Path::to_path_buf)
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from(".")),
+    };
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("{}: the contract root does not exist", root.display()))?;
+    let key = match &args.key {
+        Some(path) => Some(evident_ledger::sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
+        None => None,
+    };
+    let trust = crate::record::trust_list(&contract.contract.trust)?;
+    let settings = Settings {
+        jobs: args.jobs.max(1),
+        deadline: Duration::from_secs_f64(args.timeout),
+        context: evident_probes::Context::from_process(root),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let authenticate = |item: &serde_json::Value| {
+        trust
+            .as_ref()
+            .is_some_and(|t| evident_ledger::sign::authenticate(item, t).is_ok())
+    };
+    let sign = |item: &serde_json::Value| {
+        key.as_ref()
+            .and_then(|k| evident_ledger::sign::sign_evidence(item, k).ok())
+    };
+    let outcome = runtime.block_on(evident_gate::run::run(
+        &contract.contract,
+        claim,
+        &settings,
+        &authenticate,
+        &sign,
+    ));
+
+    if let Some(path) = &args.junit {
+        std::fs::write(path, evident_gate::junit::render(&outcome))
+            .with_context(|| format!("{}: cannot write the JUnit report", path.display()))?;
+    }
+    let mut warnings = report::decision_warnings(&outcome.claim, &outcome.verdict, true);
+    warnings.extend(outcome.warnings.iter().cloned());
+    if args.json {
+        let mut doc = serde_json::from_str::<serde_json::Value>(
+            &crate::cmd::verify::document_json(&outcome.document, &outcome.verdict, &warnings)?,
+        )?;
+        doc["gate"] = serde_json::json!({
+            "verifier": evident_gate::verifier_id(),
+            "contract": contract_name,
+            "checks": outcome.runs,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        let notes = |i: usize| {
+            outcome
+                .runs
+                .iter()
+                .filter(|r| r.evidence == i)
+                .map(|r| format!("gate check {:?} ran in {} ms", r.check_id, r.duration_ms))
+                .collect()
+        };
+        print!(
+            "{}",
+            report::render(&outcome.claim, &outcome.verdict, &warnings, &notes)
+        );
+    }
+    crate::record::record(
+        &args.record,
+        "gate",
+        &outcome.document,
+        Some(&contract.raw),
+        &outcome.verdict,
+    )?;
+    Ok(report::exit_code(
+        outcome.verdict.state,
+        outcome.on_unverified,
+    ))
 }

@@ -21,6 +21,13 @@ pub struct Args {
     /// Print the whole document with the recomputed verdict as JSON.
     #[arg(long)]
     pub json: bool,
+    /// A trust list (`{"verifiers": [{"id", "public_key"}]}`, JSON or TOML). With it,
+    /// evidence that calls itself independent counts only when signed by a listed key
+    /// over exactly its content; otherwise it is treated as self-attested.
+    #[arg(long, value_name = "FILE")]
+    pub trust: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub record: crate::record::RecordArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -32,7 +39,26 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let doc = Claim::parse(&bytes, name).map_err(|e| anyhow!("{e}"))?;
     let decided_at = input::decision_time(args.now.as_deref())?;
-    let options = Options::default();
+    let options = match &args.trust {
+        None => Options::default(),
+        Some(path) => {
+            let trust = evident_ledger::sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?;
+            let items = doc.raw.get("evidence").and_then(Value::as_array);
+            Options {
+                authenticated: Some(
+                    items
+                        .map(|a| {
+                            a.iter()
+                                .map(|item| {
+                                    evident_ledger::sign::authenticate(item, &trust).is_ok()
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                ),
+            }
+        }
+    };
     let verdict = decide(&doc.claim, &decided_at, &options);
     let warnings = report::decision_warnings(&doc, &verdict, options.authenticated.is_some());
     if args.json {
@@ -43,6 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             report::render(&doc, &verdict, &warnings, &|_| Vec::new())
         );
     }
+    crate::record::record(&args.record, "verify", &doc.raw, None, &verdict)?;
     let on_unverified = doc
         .claim
         .policy

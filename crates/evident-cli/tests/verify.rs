@@ -1,0 +1,299 @@
+//! `evident verify` and `evident schema` through the real binary.
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
+}
+
+/// The binary, recording into a throwaway ledger (never the working tree's).
+fn evident() -> Command {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let mut cmd = Command::cargo_bin("evident").unwrap();
+    cmd.env("EVIDENT_LEDGER", dir.join("ledger.db"));
+    cmd
+}
+
+fn spec_example() -> Value {
+    let v: Value = serde_json::from_slice(
+        &std::fs::read(testdata().join("conformance/claim-v0.1/spec-example-verified.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    v["document"].clone()
+}
+
+const NOW: &str = "2026-08-27T18:04:10Z";
+
+/// Runs `verify - --now NOW [extra]` on `doc`; returns (exit code, stdout, stderr).
+fn verify(doc: &Value, extra: &[&str]) -> (i32, String, String) {
+    let out = evident()
+        .args(["verify", "-", "--now", NOW])
+        .args(extra)
+        .write_stdin(serde_json::to_vec(doc).unwrap())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn verified_exits_0_with_a_readable_report() {
+    let (code, out, _) = verify(&spec_example(), &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("verdict   VERIFIED"), "{out}");
+    assert!(
+        out.contains("covered by evidence[0] (state_readback)"),
+        "{out}"
+    );
+    assert!(out.contains("satisfies"), "{out}");
+}
+
+#[test]
+fn refuted_exits_1_and_names_the_contradiction() {
+    let mut doc = spec_example();
+    doc["evidence"][0]["observed_value"] = json!({"billing_zip": "10001"});
+    let (code, out, _) = verify(&doc, &[]);
+    assert_eq!(code, 1);
+    assert!(out.contains("REFUTED"), "{out}");
+    assert!(
+        out.contains(r#"billing_zip expected "94107" but observed "10001""#),
+        "{out}"
+    );
+}
+
+#[test]
+fn unverified_exits_3_under_block_and_0_under_warn_or_record() {
+    let mut doc = spec_example();
+    doc["evidence"][0]["verifier"]["kind"] = json!("self_attested");
+    assert_eq!(verify(&doc, &[]).0, 3, "block is the default");
+    for (policy, code) in [("block", 3), ("warn", 0), ("record", 0)] {
+        doc["policy"]["on_unverified"] = json!(policy);
+        let (got, out, _) = verify(&doc, &[]);
+        assert_eq!(got, code, "on_unverified {policy}");
+        assert!(out.contains("UNVERIFIED"), "{out}");
+    }
+    // No policy at all: unverified blocks.
+    doc.as_object_mut().unwrap().remove("policy");
+    assert_eq!(verify(&doc, &[]).0, 3);
+}
+
+#[test]
+fn json_output_is_the_document_with_the_recomputed_verdict() {
+    let mut doc = spec_example();
+    doc["verdict"] = json!({"state": "verified", "unmet": [], "reason": "trust me"});
+    doc["evidence"][0]["observed_value"] = json!({"billing_zip": "10001"});
+    let mut text = serde_json::to_string(&doc).unwrap();
+    text.insert_str(
+        1,
+        r#""x_vendor": {"kept": [1, 2.50, 9007199254740993, 1e400]}, "#,
+    );
+    let out = evident()
+        .args(["verify", "-", "--now", NOW, "--json"])
+        .write_stdin(text)
+        .output()
+        .unwrap();
+    let (code, out) = (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    );
+    assert_eq!(code, 1);
+    let got: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(got["verdict"]["state"], "refuted");
+    assert_eq!(got["verdict"]["unmet"], json!([]));
+    assert_eq!(got["verdict"]["decided_at"], NOW);
+    assert_eq!(got["verdict"]["findings"][0]["code"], "contradicts");
+    assert_eq!(got["verdict"]["findings"][0]["used"], true);
+    assert!(
+        got["verdict"]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("Refuted")
+    );
+    // Unknown fields are kept, numbers exactly as written, and reported as warnings.
+    assert!(out.contains("9007199254740993"), "{out}");
+    assert!(out.contains("2.50"), "{out}");
+    // Exact values are kept; serde_json writes the exponent as e+400.
+    assert!(out.contains("1e+400"), "{out}");
+    let warnings = got["verdict"]["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w["path"] == "x_vendor"),
+        "{warnings:?}"
+    );
+    // Everything else is the input, untouched.
+    assert_eq!(got["evidence"], doc["evidence"]);
+    assert_eq!(got["task"], doc["task"]);
+}
+
+#[test]
+fn reads_a_file_and_names_it_in_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("claim.json");
+    let mut doc = spec_example();
+    doc["evidence"][0]["at"] = json!("2026-08-27 18:04:09Z");
+    std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let out = evident().args(["verify"]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("claim.json:"), "{err}");
+    assert!(err.contains("at evidence[0].at:"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(
+        evident().args(["verify"]).output().unwrap().status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        evident()
+            .args(["verify", "-", "--now", "yesterday"])
+            .write_stdin("{}")
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        evident()
+            .args(["verify", "/no/such/file.json"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        evident()
+            .args(["frobnicate"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn help_explains_exit_codes() {
+    let out = evident().args(["verify", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.contains("1 refuted"), "{text}");
+}
+
+/// Every conformance vector, through the binary: state and unmet, or exit 2 naming the path.
+#[test]
+fn conformance_vectors_through_the_cli() {
+    let mut n = 0;
+    for dir in ["conformance/claim-v0.1", "conformance/claim-v0.1-evident"] {
+        for entry in std::fs::read_dir(testdata().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            n += 1;
+            let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            let text = match &v["document_text"] {
+                Value::String(t) => t.clone().into_bytes(),
+                _ => serde_json::to_vec(&v["document"]).unwrap(),
+            };
+            let out = evident()
+                .args(["verify", "-", "--json", "--now", v["now"].as_str().unwrap()])
+                .write_stdin(text)
+                .output()
+                .unwrap();
+            let name = path.display();
+            if let Some(invalid) = v["expect"]["invalid"].as_str() {
+                assert_eq!(out.status.code(), Some(2), "{name}");
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(err.contains(&format!("at {invalid}:")), "{name}: {err}");
+            } else {
+                let got: Value =
+                    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(got["verdict"]["state"], v["expect"]["state"], "{name}");
+                assert_eq!(got["verdict"]["unmet"], v["expect"]["unmet"], "{name}");
+                let expected_code = match v["expect"]["state"].as_str().unwrap() {
+                    "verified" => 0,
+                    "refuted" => 1,
+                    _ => match got["policy"]["on_unverified"].as_str() {
+                        Some("warn" | "record") => 0,
+                        _ => 3,
+                    },
+                };
+                assert_eq!(out.status.code(), Some(expected_code), "{name}");
+            }
+        }
+    }
+    assert!(n >= 80, "only {n} vectors");
+}
+
+/// The malformed corpus: every file exits 2 (never a panic), naming its JSON path.
+#[test]
+fn malformed_inputs_exit_2_naming_the_path() {
+    let dir = testdata().join("malformed");
+    let expect: serde_json::Map<String, Value> =
+        serde_json::from_slice(&std::fs::read(dir.join("expect.json")).unwrap()).unwrap();
+    assert!(expect.len() >= 30);
+    for (file, path) in &expect {
+        let out = evident()
+            .arg("verify")
+            .arg(dir.join(file))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        let path = path.as_str().unwrap();
+        let named = if path.is_empty() {
+            "at (document root):".to_string()
+        } else {
+            format!("at {path}:")
+        };
+        assert!(err.contains(&named), "{file}: expected {named:?} in {err}");
+        assert!(
+            err.contains(file.as_str()),
+            "{file}: file not named in {err}"
+        );
+        assert!(!err.contains("panicked"), "{file}: {err}");
+    }
+}
+
+#[test]
+fn the_checked_in_schemas_match_the_types() {
+    for (doc, title) in [
+        ("claim", "Completion Claim v0.1"),
+        ("contract", "evident gate contract"),
+    ] {
+        let out = evident().args(["schema", doc]).output().unwrap();
+        assert!(out.status.success());
+        let generated: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let file = testdata().join(format!("../schemas/{doc}.schema.json"));
+        let checked_in: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(
+            generated, checked_in,
+            "schemas/{doc}.schema.json drifted: run `evident schema {doc} > schemas/{doc}.schema.json`"
+        );
+        assert_eq!(generated["title"], title);
+    }
+}
+
+#[test]
+fn the_example_in_examples_verifies() {
+    let out = evident()
+        .args(["verify", "--now", NOW])
+        .arg(testdata().join("../examples/claim-verified.json"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

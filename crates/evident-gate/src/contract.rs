@@ -1,0 +1,245 @@
+//! The contract: what the task's owner requires, and how evident observes it.
+//!
+//! TOML or JSON, one schema (`evident schema contract`). The agent never chooses what
+//! proves its work: every probe, target and expectation the gate uses comes from here.
+//! Parsing is stricter than for claims: an unknown field is an error, not a warning,
+//! because a misspelt key in an owner's contract would silently weaken the gate.
+//! Secrets are never written inline; sources name the environment variable that holds
+//! them (see `docs/probes.md`).
+
+use evident_format::json::{self, Spans};
+use evident_format::{CheckType, Error, Mutation, Policy};
+use evident_probes::Source;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+
+/// What the owner requires before an agent's claim is accepted.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "evident gate contract")]
+pub struct Contract {
+    /// The policy the verdict is decided under. The claim's own policy is ignored.
+    pub policy: Policy,
+    /// The checks the gate runs itself (TOML: `[[check]]`).
+    #[serde(rename = "check", default)]
+    pub checks: Vec<Check>,
+    /// Verifiers whose signed evidence in the claim counts as independent
+    /// (`{id, public_key}`; see `docs/ledger.md`). Without it, only the gate's own
+    /// evidence counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trust: Vec<TrustedVerifier>,
+}
+
+/// A verifier the owner trusts, by id and Ed25519 public key.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedVerifier {
+    pub id: String,
+    /// The public key as written by `evident key generate` (base64 or hex).
+    pub public_key: String,
+}
+
+/// One observation the gate makes, and what it must show.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// Unique within the contract; shown in reports and JUnit.
+    pub id: String,
+    pub check_type: CheckType,
+    /// Which claimed mutations this check speaks for.
+    pub covers: Covers,
+    /// What to observe (exactly one source: `command`, `http`, `file`, `sqlite`,
+    /// `postgres`, `mysql`, `redis`, `git`).
+    pub source: Source,
+    /// What the observation must show. Default for `command`: `{exit_code = 0, ran = true}`;
+    /// every other source needs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Map<String, Value>>,
+}
+
+/// Selects claimed mutations. Every field given must match; at least one is required.
+/// A mutation no check covers stays uncovered (and the claim cannot be verified).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Covers {
+    /// The mutation's id, exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The mutation's kind, exactly (`code_change`, `state_write`, `deploy`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The mutation's target: exact, or a glob when it contains `*`, `?` or `[`
+    /// (`*` does not cross `/`; `**` does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+impl Covers {
+    /// Whether `m` is selected.
+    pub fn matches(&self, m: &Mutation) -> bool {
+        self.id.as_ref().is_none_or(|id| id == &m.id)
+            && self.kind.as_ref().is_none_or(|k| k == &m.kind)
+            && self
+                .target
+                .as_ref()
+                .is_none_or(|t| m.target.as_deref().is_some_and(|mt| target_matches(t, mt)))
+    }
+}
+
+fn target_matches(pattern: &str, target: &str) -> bool {
+    if !pattern.contains(['*', '?', '[']) {
+        return pattern == target;
+    }
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher().is_match(target))
+        .unwrap_or(false)
+}
+
+/// A contract as read, with the positions of its parts (JSON only) for messages.
+#[derive(Debug, Clone)]
+pub struct ContractDocument {
+    pub contract: Contract,
+    pub raw: Value,
+}
+
+impl Contract {
+    /// Reads a contract. TOML when `file` ends in `.toml` (or the text is not JSON-like),
+    /// JSON otherwise. `file` names the source in errors.
+    pub fn parse(bytes: &[u8], file: &str) -> Result<ContractDocument, Error> {
+        let looks_json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        let (value, spans) = if file.ends_with(".toml") || !looks_json {
+            (toml_value(bytes, file)?, Spans::default())
+        } else {
+            let p = json::parse(bytes).map_err(|e| Error {
+                file: file.into(),
+                path: e.path,
+                pos: Some(e.pos),
+                message: e.message,
+            })?;
+            (p.value, p.spans)
+        };
+        let (contract, ignored): (Contract, _) = evident_format::typed(&value, &spans, file)?;
+        if let Some(w) = ignored.into_iter().next() {
+            return Err(Error::at(file, &spans, w.path, "unknown field".into()));
+        }
+        contract.validate(file, &spans)?;
+        Ok(ContractDocument {
+            contract,
+            raw: value,
+        })
+    }
+
+    fn validate(&self, file: &str, spans: &Spans) -> Result<(), Error> {
+        let err = |path: String, message: String| Err(Error::at(file, spans, path, message));
+        let mut ids = HashSet::new();
+        for (i, c) in self.checks.iter().enumerate() {
+            if c.id.trim().is_empty() {
+                return err(
+                    format!("check[{i}].id"),
+                    "a check needs a non-empty id".into(),
+                );
+            }
+            if !ids.insert(c.id.as_str()) {
+                return err(
+                    format!("check[{i}].id"),
+                    format!("duplicate check id {:?}", c.id),
+                );
+            }
+            let cv = &c.covers;
+            if cv.id.is_none() && cv.kind.is_none() && cv.target.is_none() {
+                return err(
+                    format!("check[{i}].covers"),
+                    "covers must name an id, a kind or a target".into(),
+                );
+            }
+            if let Some(t) = &cv.target
+                && t.contains(['*', '?', '['])
+                && let Err(e) = globset::Glob::new(t)
+            {
+                return err(
+                    format!("check[{i}].covers.target"),
+                    format!("bad glob: {e}"),
+                );
+            }
+            let allowed: &[&str] = match c.check_type {
+                CheckType::TestRun => &["command"],
+                CheckType::EndpointHealth => &["http"],
+                CheckType::StateReadback => &[
+                    "http", "file", "sqlite", "postgres", "mysql", "redis", "git",
+                ],
+            };
+            if !allowed.contains(&c.source.kind()) {
+                return err(
+                    format!("check[{i}].source"),
+                    format!(
+                        "a {} check cannot use a {} source (allowed: {})",
+                        c.check_type,
+                        c.source.kind(),
+                        allowed.join(", ")
+                    ),
+                );
+            }
+            match &c.expected {
+                None if c.source.default_expected().is_none() => {
+                    return err(
+                        format!("check[{i}].expected"),
+                        format!("a {} source needs an expected object", c.source.kind()),
+                    );
+                }
+                Some(e) if e.is_empty() => {
+                    return err(
+                        format!("check[{i}].expected"),
+                        "expected is empty: it would assert nothing".into(),
+                    );
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// TOML → JSON value, so both forms go through one typed reader. TOML datetimes are
+/// refused where a string is expected (write times as strings).
+fn toml_value(bytes: &[u8], file: &str) -> Result<Value, Error> {
+    let text = std::str::from_utf8(bytes).map_err(|_| Error {
+        file: file.into(),
+        path: String::new(),
+        pos: None,
+        message: "the contract is not valid UTF-8".into(),
+    })?;
+    let table: toml::Table = toml::from_str(text).map_err(|e| {
+        let pos = e.span().map(|s| {
+            let before = &text[..s.start.min(text.len())];
+            json::Pos {
+                line: before.matches('\n').count() + 1,
+                col: before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1,
+            }
+        });
+        Error {
+            file: file.into(),
+            path: String::new(),
+            pos,
+            message: e.message().to_string(),
+        }
+    })?;
+    Ok(toml_to_json(toml::Value::Table(table)))
+}
+
+fn toml_to_json(v: toml::Value) -> Value {
+    match v {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(a) => Value::Array(a.into_iter().map(toml_to_json).collect()),
+        toml::Value::Table(t) => {
+            Value::Object(t.into_iter().map(|(k, v)| (k, toml_to_json(v))).collect())
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! Running a contract against the world after an agent's claim.
+//!
+//! Data flows one way: contract + claim → probes (concurrently, bounded, under one
+//! deadline) → evidence items appended to the claim → `decide` → outcome. The claim
+//! contributes only its mutations and its own evidence; it never chooses a probe.
+
+use crate::contract::{Check, Contract};
+use evident_format::{
+    Claim, ClaimDocument, Evidence, OnUnverified, Timestamp, Verifier, VerifierKind,
+};
+use evident_probes::{Context, Observation};
+use evident_rules::{Options, Verdict, decide};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The verifier id the gate signs its evidence with: `evident/<version>`.
+pub fn verifier_id() -> String {
+    format!("evident/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// How to run a gate.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Checks running at once.
+    pub jobs: usize,
+    /// One deadline for all checks together; a check still running then is abandoned
+    /// (its command's process group killed) and observes nothing.
+    pub deadline: Duration,
+    /// Where probes run and which environment they may read.
+    pub context: Context,
+}
+
+/// What one check did: which mutations it covered, what it saw, how long it took.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckRun {
+    pub check_id: String,
+    pub check_type: String,
+    /// Index of the evidence item this run produced in the decided claim.
+    pub evidence: usize,
+    pub target: String,
+    pub covers: Vec<String>,
+    pub expected: Map<String, Value>,
+    /// The observed object, or `null` when nothing could be observed.
+    pub observed: Value,
+    /// Why nothing could be observed (timeout, refused connection, …).
+    pub error: Option<String>,
+    pub duration_ms: u64,
+}
+
+/// The gate's result: the claim with the gate's evidence added, and the verdict.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The claim document as given, with the gate's evidence appended and the
+    /// contract's policy in place of the claim's.
+    pub document: Value,
+    pub claim: ClaimDocument,
+    pub verdict: Verdict,
+    pub runs: Vec<CheckRun>,
+    pub on_unverified: OnUnverified,
+    pub warnings: Vec<evident_format::Warning>,
+}
+
+/// Runs every check of `contract` now and decides `claim`.
+///
+/// `authenticate(i, item)` says whether the agent's own evidence item `i` carries a
+/// valid signature from a verifier the contract trusts. Items that call themselves
+/// `independent` without one are treated as self-attested
+/// (`unauthenticated_independence`): in a gate the agent never supplies its own proof.
+/// `sign` may attach a signature to each evidence item the gate collects.
+pub async fn run(
+    contract: &Contract,
+    claim: ClaimDocument,
+    settings: &Settings,
+    authenticate: &(dyn Fn(&Value) -> bool + Sync),
+    sign: &(dyn Fn(&Value) -> Option<Value> + Sync),
+) -> Outcome {
+    let mut warnings = claim.warnings.clone();
+    let covers: Vec<Vec<String>> = contract
+        .checks
+        .iter()
+        .map(|c| {
+            claim
+                .claim
+                .mutations
+                .iter()
+                .filter(|m| c.covers.matches(m))
+                .map(|m| m.id.clone())
+                .collect()
+        })
+        .collect();
+    for (i, (check, ids)) in contract.checks.iter().zip(&covers).enumerate() {
+        if ids.is_empty() {
+            warnings.push(evident_format::Warning {
+                path: format!("check[{i}].covers"),
+                pos: None,
+                message: format!(
+                    "check {:?} covers none of the claimed mutations: its evidence cannot count",
+                    check.id
+                ),
+            });
+        }
+    }
+
+    let observations = observe_all(&contract.checks, settings).await;
+
+    let own = claim.claim.evidence.len();
+    let mut document = claim.raw.clone();
+    let mut typed: Claim = claim.claim.clone();
+    let mut runs = Vec::new();
+    let verifier = verifier_id();
+    for (k, ((check, ids), (obs, took))) in contract
+        .checks
+        .iter()
+        .zip(covers)
+        .zip(observations)
+        .enumerate()
+    {
+        let mut expected = check
+            .expected
+            .clone()
+            .or_else(|| check.source.default_expected())
+            .unwrap_or_default();
+        if expected.is_empty() {
+            expected = Map::new();
+        }
+        let (observed, error) = match obs.value {
+            Ok(obj) => (Value::Object(obj), None),
+            Err(e) => (Value::Null, Some(e.to_string())),
+        };
+        let at = Timestamp::from_instant(obs.completed_at);
+        let mut item = serde_json::json!({
+            "check_type": check.check_type.as_str(),
+            "target": check.source.target(),
+            "expected": Value::Object(expected.clone()),
+            "observed_value": observed.clone(),
+            "at": at.as_str(),
+            "covers": ids.clone(),
+            "verifier": { "id": verifier, "kind": "independent" },
+            "check_id": check.id,
+        });
+        if let Some(err) = &error {
+            item["observation_error"] = Value::String(err.clone());
+        }
+        if let Some(sig) = sign(&item) {
+            item["signature"] = sig;
+        }
+        typed.evidence.push(Evidence {
+            check_type: check.check_type.as_str().into(),
+            target: Some(check.source.target()),
+            expected: Value::Object(expected.clone()),
+            observed_value: observed.clone(),
+            at,
+            covers: ids.clone(),
+            verifier: Verifier {
+                id: verifier.clone(),
+                kind: VerifierKind::Independent,
+            },
+            observation_error: error.clone(),
+            signature: item.get("signature").cloned(),
+        });
+        push_evidence(&mut document, item);
+        runs.push(CheckRun {
+            check_id: check.id.clone(),
+            check_type: check.check_type.as_str().into(),
+            evidence: own + k,
+            target: check.source.target(),
+            covers: ids,
+            expected,
+            observed,
+            error,
+            duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        });
+    }
+
+    // The owner's policy decides, not the agent's.
+    typed.policy = Some(contract.policy.clone());
+    if let Some(obj) = document.as_object_mut() {
+        obj.insert(
+            "policy".into(),
+            serde_json::to_value(&contract.policy).unwrap_or(Value::Null),
+        );
+        obj.remove("verdict");
+    }
+
+    let mut authenticated: Vec<bool> = claim
+        .raw
+        .get("evidence")
+        .and_then(Value::as_array)
+        .map(|items| items.iter().map(authenticate).collect())
+        .unwrap_or_default();
+    authenticated.resize(own, false);
+    authenticated.extend(std::iter::repeat_n(true, runs.len()));
+
+    // Decide after every observation completed: decided_at ≥ every `at`.
+    let decided_at = Timestamp::now();
+    let verdict = decide(
+        &typed,
+        &decided_at,
+        &Options {
+            authenticated: Some(authenticated),
+        },
+    );
+    let on_unverified = contract.policy.on_unverified.unwrap_or_default();
+    let claim = ClaimDocument {
+        claim: typed,
+        raw: document.clone(),
+        spans: claim.spans,
+        warnings: Vec::new(),
+    };
+    Outcome {
+        document,
+        claim,
+        verdict,
+        runs,
+        on_unverified,
+        warnings,
+    }
+}
+
+fn push_evidence(document: &mut Value, item: Value) {
+    if let Some(obj) = document.as_object_mut() {
+        let list = obj
+            .entry("evidence")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(a) = list.as_array_mut() {
+            a.push(item);
+        }
+    }
+}
+
+/// Runs every check, at most `jobs` at once, all under one deadline. Results come
+/// back in contract order.
+async fn observe_all(checks: &[Check], settings: &Settings) -> Vec<(Observation, Duration)> {
+    let limit = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
+    let deadline = Instant::now() + settings.deadline;
+    let ctx = Arc::new(settings.context.clone());
+    let mut tasks = Vec::new();
+    for check in checks {
+        let mut source = check.source.clone();
+        if let Some(e) = &check.expected {
+            source.adopt_expected(e);
+        }
+        let limit = limit.clone();
+        let ctx = ctx.clone();
+        tasks.push(tokio::spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            let started = Instant::now();
+            let remaining = deadline.saturating_duration_since(started);
+            let obs = if remaining.is_zero() {
+                Observation {
+                    value: Err(evident_probes::ProbeError::Timeout { limit_ms: 0 }),
+                    completed_at: time::OffsetDateTime::now_utc(),
+                }
+            } else {
+                evident_probes::observe(&source, &ctx, remaining).await
+            };
+            (obs, started.elapsed())
+        }));
+    }
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        out.push(match t.await {
+            Ok(r) => r,
+            Err(e) => (
+                Observation {
+                    value: Err(evident_probes::ProbeError::InvalidSpec {
+                        reason: format!("the probe task failed: {e}"),
+                    }),
+                    completed_at: time::OffsetDateTime::now_utc(),
+                },
+                Duration::ZERO,
+            ),
+        });
+    }
+    out
+}

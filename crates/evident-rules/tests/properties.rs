@@ -1,0 +1,209 @@
+//! Properties of `decide` that must hold for any claim (proptest).
+
+use evident_format::{
+    CheckType, Claim, Evidence, MaxAge, Mutation, Policy, Task, Timestamp, Verifier, VerifierKind,
+};
+use evident_rules::{Code, Options, State, decide};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const BASE: i64 = 1_788_000_000; // 2026-08-29
+
+fn ts(secs: i64) -> Timestamp {
+    Timestamp::from_instant(time::OffsetDateTime::from_unix_timestamp(secs).unwrap())
+}
+
+fn now() -> Timestamp {
+    ts(BASE + 1000)
+}
+
+fn check_type() -> impl Strategy<Value = CheckType> {
+    prop_oneof![
+        Just(CheckType::TestRun),
+        Just(CheckType::EndpointHealth),
+        Just(CheckType::StateReadback)
+    ]
+}
+
+fn kind() -> impl Strategy<Value = VerifierKind> {
+    prop_oneof![
+        4 => Just(VerifierKind::Independent),
+        1 => Just(VerifierKind::SelfAttested),
+        1 => Just(VerifierKind::Absent)
+    ]
+}
+
+/// Small values so matches and contradictions both happen often.
+fn observed() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        4 => (0..3i64).prop_map(|v| json!({"v": v})),
+        1 => Just(json!({})),
+        1 => Just(Value::Null),
+        1 => (0..3i64).prop_map(|v| json!({"v": v, "status": 200})),
+    ]
+}
+
+fn evidence(n_mut: usize) -> impl Strategy<Value = Evidence> {
+    (
+        check_type(),
+        kind(),
+        0..3i64,
+        observed(),
+        -100..1100i64,
+        proptest::collection::vec(0..n_mut, 0..=n_mut.min(2)),
+    )
+        .prop_map(|(ct, kind, want, obs, at, covers)| {
+            let mut covers: Vec<String> = covers.into_iter().map(|i| format!("m{i}")).collect();
+            covers.dedup();
+            Evidence {
+                check_type: ct.as_str().into(),
+                target: None,
+                expected: json!({"v": want}),
+                observed_value: obs,
+                at: ts(BASE + at),
+                covers,
+                verifier: Verifier {
+                    id: "prop".into(),
+                    kind,
+                },
+                observation_error: None,
+                signature: None,
+            }
+        })
+}
+
+fn claim() -> impl Strategy<Value = Claim> {
+    (0..4usize)
+        .prop_flat_map(|n| {
+            (
+                proptest::collection::vec(0..500i64, n),
+                proptest::collection::vec(evidence(n.max(1)), 0..6),
+                proptest::collection::vec(check_type(), 0..3),
+                proptest::option::of(0..2000u32),
+            )
+        })
+        .prop_map(|(mut_times, mut evidence, requires, max_age)| {
+            let mutations: Vec<Mutation> = mut_times
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Mutation {
+                    id: format!("m{i}"),
+                    kind: "state_write".into(),
+                    target: None,
+                    at: ts(BASE + t),
+                })
+                .collect();
+            // covers must name existing mutations
+            for e in &mut evidence {
+                e.covers.retain(|c| mutations.iter().any(|m| &m.id == c));
+            }
+            Claim {
+                spec_version: evident_format::claim::SpecVersion::V0_1,
+                task: Task {
+                    id: "t".into(),
+                    description: None,
+                    requested_by: None,
+                },
+                claimed_outcome: None,
+                mutations,
+                evidence,
+                policy: Some(Policy {
+                    id: None,
+                    requires,
+                    max_age_s: max_age.map(|m| MaxAge(f64::from(m))),
+                    on_unverified: None,
+                }),
+                verdict: None,
+            }
+        })
+}
+
+fn state(c: &Claim) -> State {
+    decide(c, &now(), &Options::default()).state
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn self_attested_or_absent_evidence_never_changes_the_state(
+        c in claim(), extra in evidence(4), absent in any::<bool>(), pos in any::<prop::sample::Index>()
+    ) {
+        let before = state(&c);
+        let mut e = extra;
+        e.verifier.kind = if absent { VerifierKind::Absent } else { VerifierKind::SelfAttested };
+        e.covers.retain(|id| c.mutations.iter().any(|m| &m.id == id));
+        let mut c2 = c.clone();
+        let at = pos.index(c2.evidence.len() + 1);
+        c2.evidence.insert(at, e);
+        prop_assert_eq!(before, state(&c2));
+    }
+
+    #[test]
+    fn evidence_order_never_changes_the_state(c in claim(), seed in any::<u64>()) {
+        let before = decide(&c, &now(), &Options::default());
+        let mut c2 = c.clone();
+        // a deterministic shuffle from the seed
+        let n = c2.evidence.len();
+        let mut s = seed;
+        for i in (1..n).rev() {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            c2.evidence.swap(i, (s >> 33) as usize % (i + 1));
+        }
+        let after = decide(&c2, &now(), &Options::default());
+        prop_assert_eq!(before.state, after.state);
+        prop_assert_eq!(before.unmet, after.unmet);
+    }
+
+    #[test]
+    fn evidence_before_its_mutations_is_never_verified(c in claim(), back in 0..100i64) {
+        let mut c2 = c.clone();
+        let earliest = c2.mutations.iter().map(|m| m.at.instant()).min();
+        if let Some(first) = earliest {
+            for e in &mut c2.evidence {
+                e.at = Timestamp::from_instant(first - time::Duration::seconds(back));
+            }
+        }
+        prop_assert_ne!(state(&c2), State::Verified);
+    }
+
+    #[test]
+    fn verified_means_every_mutation_has_satisfying_independent_evidence(c in claim()) {
+        let v = decide(&c, &now(), &Options::default());
+        if v.state == State::Verified {
+            prop_assert!(!c.mutations.is_empty());
+            for m in &c.mutations {
+                let ok = v.findings.iter().any(|f| {
+                    let e = &c.evidence[f.evidence];
+                    f.code == Code::Satisfies
+                        && e.verifier.kind == VerifierKind::Independent
+                        && e.covers.contains(&m.id)
+                        && e.at > m.at
+                        && e.at <= now()
+                });
+                prop_assert!(ok, "mutation {} not covered", m.id);
+            }
+        }
+    }
+
+    /// Holds for `unverified` documents. A `refuted` one turns `verified` when the
+    /// contradicting item is removed — that is what hiding evidence does, and why the
+    /// gate collects its own evidence instead of trusting the agent's list.
+    #[test]
+    fn removing_evidence_never_verifies(c in claim(), pick in any::<prop::sample::Index>()) {
+        prop_assume!(!c.evidence.is_empty());
+        let before = state(&c);
+        let mut c2 = c.clone();
+        c2.evidence.remove(pick.index(c2.evidence.len()));
+        if before == State::Unverified {
+            prop_assert_ne!(state(&c2), State::Verified);
+        }
+    }
+
+    #[test]
+    fn a_claim_survives_a_round_trip_through_json(c in claim()) {
+        let text = serde_json::to_string(&c).unwrap();
+        let doc = Claim::parse(text.as_bytes(), "roundtrip").unwrap();
+        prop_assert_eq!(state(&c), state(&doc.claim));
+    }
+}
