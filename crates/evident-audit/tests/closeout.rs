@@ -649,3 +649,38 @@ fn runners_that_cannot_observe_block_and_never_pass() {
         );
     }
 }
+
+#[test]
+fn self_test_fails_when_a_mutated_claim_is_not_rejected() {
+    // The fixture happens to define the very test the fake-test mutation names, so the
+    // mutated claim runs and passes: the audit must notice that the rejection is gone.
+    let env = Env::new();
+    let file = env.path("repo/tests/test_closeout_fixture.py");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("\n\ndef test_missing_node():\n    assert True\n");
+    std::fs::write(&file, text).unwrap();
+    let mut o = Options::new(
+        data("input/closeout_claims.json"),
+        data("input/fixture_ledger.json"),
+        env.path("repo"),
+        env.path("out"),
+    );
+    o.self_test = true;
+    let out = closeout(&o).unwrap();
+    assert_eq!(out.verdict, Verdict::Verified);
+    assert_eq!(out.status, Status::Fail);
+    assert_eq!(
+        out.result["missing_negative_cases"],
+        json!(["fake_test_claim"])
+    );
+    let case = out.result["negative_case_semantics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case_id"] == "fake_test_claim")
+        .unwrap()
+        .clone();
+    assert_eq!(case["observed"], false);
+    assert_eq!(case["status"], "verified");
+    assert_eq!(case["semantic_evaluator_used"], true);
+}
