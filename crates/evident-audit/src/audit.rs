@@ -214,6 +214,8 @@ struct Workspace<'o> {
     bodies: Vec<Vec<u8>>,
     /// Set when a live-mode clone failed: spans are then blocked.
     clone_failed: Option<String>,
+    /// Live mode: the repository is a shallow clone (history is cut off).
+    shallow: bool,
 }
 
 impl Workspace<'_> {
@@ -329,6 +331,7 @@ pub fn run(opts: &Options) -> Result<Audit, AuditError> {
         rows: Vec::new(),
         bodies: Vec::new(),
         clone_failed: None,
+        shallow: false,
     };
     let prepared = if opts.live {
         prepare_live(&mut ws)?
@@ -482,6 +485,13 @@ fn prepare_live(ws: &mut Workspace) -> Result<Prepared, AuditError> {
             format!("HEAD does not resolve to a commit ({})", why(&ran)),
         )));
     }
+    let ran = ws.git(
+        "git_is_shallow",
+        &repo,
+        &["rev-parse", "--is-shallow-repository"],
+        false,
+    );
+    ws.shallow = ran.ok() && ran.stdout_text().trim() == "true";
     ws.head = head.clone();
     ws.branch_oid = head;
     if let Some(b) = ws.opts.branch.clone() {
@@ -647,6 +657,21 @@ fn check_commit(ws: &mut Workspace, commit_ref: &str, r: &mut ClaimResult) {
     let resolves = ran.ok() && is_oid(&oid);
     if !resolves && ran.row.returncode != Some(1) {
         r.codes.push((codes::GIT_FAILED, why(&ran)));
+        return;
+    }
+    // In a shallow clone a full commit id that does not resolve may exist beyond the
+    // cut: that is not an observation either way. (The all-zero id is git's "no
+    // object" and never exists; a name that does not resolve is not affected.)
+    let hexlike = commit_ref.len() >= 7 && commit_ref.bytes().all(|b| b.is_ascii_hexdigit());
+    let null_oid = commit_ref.bytes().all(|b| b == b'0');
+    if !resolves && ws.opts.live && ws.shallow && hexlike && !null_oid {
+        r.codes.push((
+            codes::GIT_FAILED,
+            format!(
+                "commit_ref \"{commit_ref}\" does not resolve, but the repository is shallow: \
+                 it may exist beyond the cut (fetch the full history to decide)"
+            ),
+        ));
         return;
     }
     if !resolves {

@@ -684,3 +684,51 @@ fn self_test_fails_when_a_mutated_claim_is_not_rejected() {
     assert_eq!(case["status"], "verified");
     assert_eq!(case["semantic_evaluator_used"], true);
 }
+
+#[test]
+fn a_shallow_live_clone_blocks_instead_of_refuting_what_it_cannot_see() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = tmp.path().join("full");
+    let (first, head, _side) = build_live_repo(&full);
+    let shallow = tmp.path().join("shallow");
+    let url = format!("file://{}", full.display());
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "--depth",
+            "1",
+            "--branch",
+            "main",
+            &url,
+            shallow.to_str().unwrap(),
+        ],
+    );
+    let claims = tmp.path().join("claims.json");
+    write_json(
+        &claims,
+        &claims_doc(json!([
+            commit("head", &head),
+            commit("old", &first),
+            commit("zeros", &"0".repeat(40)),
+            commit("name", "no-such-branch"),
+        ])),
+    );
+    let mut o = Options::new(
+        claims,
+        data("input/fixture_ledger.json"),
+        shallow,
+        tmp.path().join("out"),
+    );
+    o.live = true;
+    let out = closeout(&o).unwrap();
+    let r = &out.result;
+    assert_eq!(claim(r, "head")["status"], "verified");
+    // the first commit is beyond the shallow cut: not observable, so blocked
+    assert_eq!(claim(r, "old")["status"], "blocked");
+    assert_eq!(codes_of(claim(r, "old")), vec![codes::GIT_FAILED]);
+    assert_eq!(claim(r, "zeros")["status"], "rejected");
+    assert_eq!(claim(r, "name")["status"], "rejected");
+    assert_eq!(out.status, Status::Rejected);
+}
