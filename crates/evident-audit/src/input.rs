@@ -557,4 +557,40 @@ mod tests {
         .unwrap_err();
         assert!(msg(e).contains("l.json: $.task_ledger_caps[0].cap_id: missing"));
     }
+
+    use proptest::prelude::Strategy;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Any bytes: an error or a value, never a panic.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..256)) {
+            if let Ok(v) = crate::json::parse_strict(&bytes) {
+                let _ = parse_claims("c.json", &v);
+                let _ = parse_ledger("l.json", &v);
+            }
+        }
+
+        /// Claim-shaped documents with arbitrary field values: an error naming the
+        /// file and a JSON path, or claims — never a panic.
+        #[test]
+        fn claim_shaped_input_never_panics(
+            ty in proptest::sample::select(vec!["commit", "task_ledger_cap", "pytest_span", "cargo_test_span", "go_test_span", "x"]),
+            key in proptest::sample::select(vec!["commit_ref", "cap_id", "nodeid", "test", "run", "cwd", "package", "exact", "expected_pass", "pass_status_checked"]),
+            val in proptest::prop_oneof![
+                proptest::prelude::any::<bool>().prop_map(Value::Bool),
+                "\\PC{0,12}".prop_map(Value::String),
+                proptest::prelude::any::<i64>().prop_map(|n| json!(n)),
+                proptest::strategy::Just(Value::Null),
+            ],
+        ) {
+            let doc = json!({"schema_version": CLAIMS_SCHEMA, "claims": [
+                {"claim_id": "a", "claim_type": ty, key: val, "expected_pass": true, "pass_status_checked": true}
+            ]});
+            match parse_claims("c.json", &doc) {
+                Ok(c) => proptest::prop_assert_eq!(c.claims.len(), 1),
+                Err(e) => proptest::prop_assert!(e.to_string().starts_with("c.json: $"), "{}", e),
+            }
+        }
+    }
 }
