@@ -118,10 +118,10 @@ fn help_documents_the_exit_codes() {
     assert!(o.status.success());
     for needle in [
         "Exit codes",
-        "0 every claim admitted",
-        "1 a claim was rejected",
-        "2 invalid",
-        "3 blocked",
+        "0  every claim admitted",
+        "1  a claim was rejected",
+        "2  invalid",
+        "3  blocked",
         "--live",
         "--self-test",
         "--emit-claim",

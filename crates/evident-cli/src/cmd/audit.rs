@@ -19,12 +19,13 @@ pub enum Command {
     /// Records (metadata only) are written to --out: result, board, validation receipt,
     /// and with --emit-claim a Completion Claim v0.1 document.
     ///
-    /// Exit codes: 0 every claim admitted (and, with --self-test, every negative case
-    /// rejected with its code); 1 a claim was rejected (an observation contradicts it),
-    /// or --self-test lost a rejection, or a record failed the no-body scan; 2 invalid
-    /// input or usage (the message names the file and JSON path); 3 blocked or
-    /// unverified: the repository is missing, git or a runner could not observe, or a
-    /// pass claim's status was not checked.
+    /// Exit codes:
+    ///   0  every claim admitted (with --self-test: every negative case rejected with its code)
+    ///   1  a claim was rejected (an observation contradicts it), --self-test lost a
+    ///      rejection, or a record failed the no-body scan
+    ///   2  invalid input or usage (the message names the file and the JSON path)
+    ///   3  blocked or unverified: the repository is missing, git or a runner could not
+    ///      observe, or a pass claim's status was not checked
     #[command(verbatim_doc_comment)]
     Closeout(CloseoutArgs),
 }
