@@ -126,7 +126,10 @@ pub async fn run(
             expected = Map::new();
         }
         let (observed, error) = match obs.value {
-            Ok(obj) => (Value::Object(obj), None),
+            Ok(obj) => {
+                let error = no_test_ran(check, &obj);
+                (Value::Object(obj), error)
+            }
             Err(e) => (Value::Null, Some(e.to_string())),
         };
         let at = Timestamp::from_instant(obs.completed_at);
@@ -217,6 +220,16 @@ pub async fn run(
         on_unverified,
         warnings,
     }
+}
+
+/// A test run in which no test ran says nothing about the code either way: it is an
+/// observation that cannot satisfy, not a contradiction (unverified, not refuted).
+/// The observed `ran: false` stays visible in the evidence.
+fn no_test_ran(check: &Check, observed: &Map<String, Value>) -> Option<String> {
+    let is_test = check.check_type == evident_format::CheckType::TestRun;
+    (is_test && observed.get("ran") == Some(&Value::Bool(false))).then(|| {
+        "no test ran: the runner reported zero tests (or no summary was found), so the run says nothing about the change".to_string()
+    })
 }
 
 fn push_evidence(document: &mut Value, item: Value) {

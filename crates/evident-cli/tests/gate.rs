@@ -1,0 +1,185 @@
+//! `evident gate` through the real binary: the README's example, JSON and JUnit output,
+//! exit codes, recording, and that no secret from the environment is ever printed.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The binary, recording into a throwaway ledger.
+fn evident(ledger_dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("evident").unwrap();
+    cmd.env("EVIDENT_LEDGER", ledger_dir.join("ledger.db"));
+    cmd
+}
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_readme_example_verifies_and_its_twin_is_refuted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let contract = repo().join("examples/billing/contract.toml");
+    let junit = tmp.path().join("junit.xml");
+    let (code, out, err) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(&contract)
+        .arg(repo().join("examples/billing/claim.json"))
+        .arg("--junit")
+        .arg(&junit));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("verdict   VERIFIED"), "{out}");
+    assert!(out.contains(r#"gate check "unit-tests" ran in"#), "{out}");
+    assert!(err.contains("recorded as #1"), "{err}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"name="zip-4471""#) && xml.contains(r#"name="verdict""#),
+        "{xml}"
+    );
+
+    let (code, out, _) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(&contract)
+        .arg(repo().join("examples/billing/claim-refuted.json"))
+        .arg("--json"));
+    assert_eq!(code, 1, "{out}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["verdict"]["state"], "refuted");
+    // The agent's own "independent" readback did not count: it carries no signature.
+    assert_eq!(
+        doc["verdict"]["findings"][0]["code"],
+        "unauthenticated_independence"
+    );
+    let checks = doc["gate"]["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 3);
+    let zip = checks.iter().find(|c| c["check_id"] == "zip-4472").unwrap();
+    assert_eq!(zip["observed"]["billing_zip"], "10002");
+    let evidence = doc["evidence"].as_array().unwrap();
+    assert_eq!(evidence.len(), 4, "the agent's item plus one per check");
+    assert!(
+        evidence[1]["verifier"]["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("evident/")
+    );
+    // The owner's policy replaced the claim's (which had none).
+    assert_eq!(doc["policy"]["id"], "billing-write");
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn claim_file(dir: &Path) -> PathBuf {
+    let at = time::OffsetDateTime::now_utc() - time::Duration::seconds(30);
+    let at = at
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    write(
+        dir,
+        "claim.json",
+        &format!(
+            r#"{{"spec_version": "0.1", "task": {{"id": "t"}}, "mutations": [{{"id": "m1", "kind": "code_change", "target": "x", "at": "{at}"}}]}}"#
+        ),
+    )
+}
+
+#[test]
+fn unverified_blocks_with_3_and_passes_with_0_under_warn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claim = claim_file(tmp.path());
+    for (policy, code) in [("block", 3), ("warn", 0), ("record", 0)] {
+        let contract = write(
+            tmp.path(),
+            "c.toml",
+            &format!(
+                "[policy]\non_unverified = \"{policy}\"\n[[check]]\nid = \"t\"\ncheck_type = \"test_run\"\ncovers = {{ kind = \"code_change\" }}\nsource = {{ command = {{ argv = [\"true\"] }} }}\n"
+            ),
+        );
+        let (got, out, err) = run(evident(tmp.path()).arg("gate").arg(&contract).arg(&claim));
+        assert_eq!(got, code, "{policy}: {out}\n{err}");
+        assert!(out.contains("no test ran"), "{out}");
+    }
+}
+
+#[test]
+fn invalid_contracts_exit_2_naming_file_and_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claim = claim_file(tmp.path());
+    let contract = write(
+        tmp.path(),
+        "c.toml",
+        "[policy]\n[[check]]\nid = \"t\"\ncheck_type = \"test_run\"\ncovers = { kind = \"code_change\" }\nsource = { command = { argv = [\"true\"], shel = true } }\n",
+    );
+    let (code, _, err) = run(evident(tmp.path()).arg("gate").arg(&contract).arg(&claim));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("c.toml") && err.contains("check[0].source"),
+        "{err}"
+    );
+    let (code, _, err) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(tmp.path().join("none.toml"))
+        .arg(&claim));
+    assert_eq!(code, 2, "{err}");
+}
+
+/// Secrets live in environment variables the contract names; none may appear in the
+/// report, in `--json`, on stderr, or in the ledger.
+#[test]
+fn no_secret_from_the_environment_is_ever_printed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claim = claim_file(tmp.path());
+    let secret = "hunter2-S3CR3T-value";
+    let mut contract = String::from("[policy]\nrequires = [\"test_run\"]\n");
+    // A command that prints the secret, with output capture on: it must be scrubbed.
+    contract.push_str(
+        "[[check]]\nid = \"echo\"\ncheck_type = \"test_run\"\ncovers = { kind = \"code_change\" }\n[check.source.command]\nargv = [\"printenv\", \"TOKEN\"]\nenv = { TOKEN = { env = \"API_TOKEN\" } }\ncapture_output = true\n",
+    );
+    // An endpoint whose URL (with a password) comes from the environment, unreachable.
+    contract.push_str(
+        "[[check]]\nid = \"health\"\ncheck_type = \"endpoint_health\"\ncovers = { kind = \"code_change\" }\nsource = { http = { url_env = \"HEALTH_URL\", headers = { Authorization = { env = \"API_TOKEN\" } } } }\nexpected = { status = 200, body_contains = \"ok\" }\n",
+    );
+    // A database URL with a password: PostgreSQL when available, else an unreachable one.
+    let pg = std::env::var("EVIDENT_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:1/test".into());
+    let pg_with_secret = pg.replacen("postgres@", &format!("postgres:{secret}@"), 1);
+    contract.push_str(
+        "[[check]]\nid = \"db\"\ncheck_type = \"state_readback\"\ncovers = { kind = \"code_change\" }\nsource = { postgres = { url_env = \"DB_URL\", query = \"SELECT 1 AS one\" } }\nexpected = { one = 1 }\n",
+    );
+    let contract = write(tmp.path(), "c.toml", &contract);
+    for json in [false, true] {
+        let mut cmd = evident(tmp.path());
+        cmd.arg("gate").arg(&contract).arg(&claim);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.env("API_TOKEN", secret)
+            .env(
+                "HEALTH_URL",
+                format!("http://admin:{secret}@127.0.0.1:1/health"),
+            )
+            .env("DB_URL", &pg_with_secret);
+        let (code, out, err) = run(&mut cmd);
+        assert!(code == 3 || code == 1 || code == 0, "{code}: {err}");
+        assert!(!out.contains(secret), "secret in stdout:\n{out}");
+        assert!(!err.contains(secret), "secret in stderr:\n{err}");
+        assert!(!out.contains("hunter2"), "partial secret in stdout:\n{out}");
+    }
+    let ledger = std::fs::read(tmp.path().join("ledger.db")).unwrap();
+    assert!(
+        !String::from_utf8_lossy(&ledger).contains(secret),
+        "secret in the ledger"
+    );
+}
