@@ -156,6 +156,7 @@ pub fn build(
                 "error_codes": c.result.as_ref().map(|r| r.codes.iter().map(|(c, _)| *c).collect::<Vec<_>>()).unwrap_or_default(),
                 "status": c.result.as_ref().map(|r| json!(r.status)).unwrap_or(json!("not_applicable")),
                 "observed": c.observed,
+                "observation": c.result.as_ref().and_then(|r| r.observed.clone()),
                 "reason": c.reason,
                 "semantic_evaluator_used": c.result.is_some(),
                 "body_in_receipt": false,
