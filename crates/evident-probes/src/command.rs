@@ -407,7 +407,12 @@ pub async fn observe(
     obj.insert("duration_ms".into(), Value::from(duration_ms));
     if spec.capture_output {
         for (name, s) in [("stdout", &fin.stdout), ("stderr", &fin.stderr)] {
-            let text = scrub.scrub(&String::from_utf8_lossy(&s.kept));
+            let lossy = String::from_utf8_lossy(&s.kept);
+            let text = if s.truncated {
+                scrub.scrub_cut(&lossy)
+            } else {
+                scrub.scrub(&lossy)
+            };
             obj.insert(name.into(), Value::from(text));
             obj.insert(format!("{name}_truncated"), Value::Bool(s.truncated));
         }

@@ -53,7 +53,7 @@ fn failed(what: &str, f: &Finished) -> ProbeError {
     }
 }
 
-fn check_rev(rev: &str) -> Result<(), ProbeError> {
+pub(crate) fn check_rev(rev: &str) -> Result<(), ProbeError> {
     if rev.is_empty() || rev.starts_with('-') || rev.contains('\0') || rev.contains(':') {
         return Err(ProbeError::invalid(format!(
             "rev {rev:?} is not a revision (empty, starts with '-', or contains ':' or NUL)"

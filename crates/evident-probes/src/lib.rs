@@ -36,7 +36,7 @@ pub use spec::{
 pub type Object = Map<String, Value>;
 
 /// Where and with what environment probes run.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Context {
     /// The contract's directory: every path in a source is relative to it and must stay
     /// beneath it.
@@ -44,6 +44,16 @@ pub struct Context {
     /// A snapshot of the environment (tests inject their own). Env references in sources
     /// and `inherit_env` read from here, never from the live process environment.
     pub env: BTreeMap<String, String>,
+}
+
+/// Names only: the environment holds secrets, and a debug print must not show them.
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("root", &self.root)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl Context {
@@ -169,6 +179,112 @@ impl Source {
         }
     }
 
+    /// Check what can be checked without touching the world (paths stay under the root,
+    /// exactly one URL, no inline password, pointers well formed, limits positive), so
+    /// the gate can reject a bad contract before running anything. [`observe`] runs the
+    /// same checks first.
+    pub fn validate(&self) -> Result<(), ProbeError> {
+        fn pointers(p: &BTreeMap<String, String>) -> Result<(), ProbeError> {
+            p.values().try_for_each(|v| file::check_pointer(v))
+        }
+        fn positive(name: &str, v: Option<u64>) -> Result<(), ProbeError> {
+            match v {
+                Some(0) => Err(ProbeError::invalid(format!("{name} must be at least 1"))),
+                _ => Ok(()),
+            }
+        }
+        fn no_dotdot(p: &str) -> Result<(), ProbeError> {
+            paths::relative(p).map(|_| ())
+        }
+        effective_limit(self, Duration::MAX)?;
+        match self {
+            Source::Command(c) => {
+                if c.argv.is_empty() {
+                    return Err(ProbeError::invalid("argv is empty"));
+                }
+                if c.argv[0].is_empty() {
+                    return Err(ProbeError::invalid("argv[0] is empty"));
+                }
+                if c.argv.iter().any(|a| a.contains('\0')) {
+                    return Err(ProbeError::invalid("argv contains a NUL byte"));
+                }
+                if c.shell && c.argv.len() != 1 {
+                    return Err(ProbeError::invalid(
+                        "with shell = true, argv must be exactly one string (the script)",
+                    ));
+                }
+                if c.runner == Some(Runner::Junit) && c.junit.is_none() {
+                    return Err(ProbeError::invalid("runner = \"junit\" needs a junit path"));
+                }
+                if let Some(cwd) = &c.cwd {
+                    no_dotdot(cwd)?;
+                }
+                if let Some(j) = &c.junit {
+                    no_dotdot(j)?;
+                }
+                for k in c.env.keys() {
+                    if k.is_empty() || k.contains('=') || k.contains('\0') {
+                        return Err(ProbeError::invalid(format!(
+                            "environment variable name {k:?} is not valid"
+                        )));
+                    }
+                }
+                Ok(())
+            }
+            Source::Http(h) => {
+                match (&h.url, &h.url_env) {
+                    (Some(u), None) => {
+                        let parsed = url::Url::parse(u).map_err(|e| {
+                            ProbeError::invalid(format!("the URL is not valid: {e}"))
+                        })?;
+                        if parsed.password().is_some() {
+                            return Err(ProbeError::invalid(
+                                "url contains a password; put the URL in an environment variable and name it in url_env",
+                            ));
+                        }
+                        if parsed.scheme() != "http" && parsed.scheme() != "https" {
+                            return Err(ProbeError::invalid(format!(
+                                "URL scheme {:?} is not http or https",
+                                parsed.scheme()
+                            )));
+                        }
+                    }
+                    (None, Some(_)) => {}
+                    _ => return Err(ProbeError::invalid("give exactly one of url and url_env")),
+                }
+                if h.method == Method::Head && (h.body_contains.is_some() || !h.pointers.is_empty())
+                {
+                    return Err(ProbeError::invalid(
+                        "a HEAD request has no body: body_contains and pointers need GET",
+                    ));
+                }
+                positive("max_body_bytes", h.max_body_bytes)?;
+                pointers(&h.pointers)
+            }
+            Source::File(f) => {
+                no_dotdot(&f.path)?;
+                positive("max_bytes", f.max_bytes)?;
+                pointers(&f.pointers)
+            }
+            Source::Sqlite(s) => {
+                no_dotdot(&s.path)?;
+                positive("max_rows", s.max_rows)
+            }
+            Source::Postgres(s) | Source::Mysql(s) => positive("max_rows", s.max_rows),
+            Source::Redis(r) => positive("max_bytes", r.max_bytes),
+            Source::Git(g) => {
+                if let Some(r) = &g.repo {
+                    no_dotdot(r)?;
+                }
+                if let Some(f) = &g.file {
+                    no_dotdot(f)?;
+                }
+                git::check_rev(g.rev.as_deref().unwrap_or("HEAD"))?;
+                positive("max_bytes", g.max_bytes)
+            }
+        }
+    }
+
     fn own_timeout(&self) -> Option<f64> {
         match self {
             Source::Command(c) => c.timeout_s,
@@ -183,7 +299,10 @@ impl Source {
 /// group is killed) and the observation is [`ProbeError::Timeout`].
 pub async fn observe(source: &Source, ctx: &Context, timeout: Duration) -> Observation {
     let mut scrub = Scrubber::default();
-    let value = match effective_limit(source, timeout) {
+    let checked = source
+        .validate()
+        .and_then(|()| effective_limit(source, timeout));
+    let value = match checked {
         Err(e) => Err(e),
         Ok(limit) => {
             let fut = run(source, ctx, limit, &mut scrub);

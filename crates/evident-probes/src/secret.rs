@@ -61,6 +61,23 @@ impl Scrubber {
         }
     }
 
+    /// Scrub text that was cut at a size limit: a secret cut in half at the end is
+    /// removed too, so not even its first characters show.
+    pub fn scrub_cut(&self, text: &str) -> String {
+        let mut out = self.scrub(text);
+        for s in &self.secrets {
+            let cut = (MIN_SCRUB_LEN.saturating_sub(1)..s.len())
+                .rev()
+                .filter(|&k| k > 0 && s.is_char_boundary(k))
+                .find(|&k| out.ends_with(&s[..k]));
+            if let Some(k) = cut {
+                out.truncate(out.len() - k);
+                out.push_str("***");
+            }
+        }
+        out
+    }
+
     pub fn scrub(&self, text: &str) -> String {
         let mut out = text.to_string();
         for s in &self.secrets {
@@ -146,6 +163,15 @@ mod tests {
         let mut s = Scrubber::default();
         s.add_url("mysql://root:p%40ssword@127.0.0.1/x");
         assert_eq!(s.scrub("bad p@ssword and p%40ssword"), "bad *** and ***");
+    }
+
+    #[test]
+    fn cut_secret_is_removed() {
+        let mut s = Scrubber::default();
+        s.add("abcdefgh");
+        assert_eq!(s.scrub_cut("token=abcde"), "token=***");
+        assert_eq!(s.scrub_cut("token=abcdefgh!"), "token=***!");
+        assert_eq!(s.scrub_cut("token=xy"), "token=xy");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 use std::time::{Duration, Instant};
 
-use evident_probes::{ProbeError, Source, observe};
+use evident_probes::{ProbeError, observe};
 use serde_json::json;
 
 use crate::server::{Server, TOKEN};
@@ -278,6 +278,21 @@ async fn hundred_concurrent_checks_are_parallel() {
     eprintln!("100 concurrent endpoint checks (50 ms each): {took:?}");
     assert_eq!(n, 100);
     assert!(took < Duration::from_millis(2500), "took {took:?}");
-    let _: &Source = &source;
-    let _ = SECRET;
+}
+
+#[tokio::test]
+async fn tls_failure_is_a_specific_error() {
+    // An https URL against a plain HTTP server: the handshake fails, nothing observed.
+    let s = Server::start().await;
+    let d = root();
+    let source = src(&format!(
+        r#"{{ http = {{ url = "https://{}/health" }} }}"#,
+        s.addr
+    ));
+    let e = err(run(&source, &ctx(d.path()), 5.0).await);
+    assert!(
+        matches!(e, ProbeError::Connect { .. } | ProbeError::Http { .. }),
+        "{e}"
+    );
+    eprintln!("TLS failure reads: {e}");
 }

@@ -42,6 +42,13 @@ async fn handle(mut sock: TcpStream) {
             Ok(0) | Err(_) => return,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
+        if buf.first() == Some(&0x16) {
+            // A TLS ClientHello: answer in plain HTTP, as a real plain server does.
+            let _ = sock
+                .write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+                .await;
+            return;
+        }
         if buf.len() > 64 * 1024 {
             return;
         }

@@ -57,3 +57,43 @@ fn json_schema_is_generated() {
         );
     }
 }
+
+#[test]
+fn validate_rejects_bad_sources_before_running() {
+    let bad = [
+        r#"{"command": {"argv": []}}"#,
+        r#"{"command": {"argv": ["a", "b"], "shell": true}}"#,
+        r#"{"command": {"argv": ["x"], "cwd": "../up"}}"#,
+        r#"{"command": {"argv": ["x"], "timeout_s": 0}}"#,
+        r#"{"command": {"argv": ["x"], "runner": "junit"}}"#,
+        r#"{"http": {"url": "http://u:pw@h/"}}"#,
+        r#"{"http": {"url": "http://h/", "url_env": "U"}}"#,
+        r#"{"http": {}}"#,
+        r#"{"http": {"url": "file:///etc/passwd"}}"#,
+        r#"{"http": {"url": "http://h/", "method": "HEAD", "body_contains": "x"}}"#,
+        r#"{"http": {"url": "http://h/", "pointers": {"a": "no-slash"}}}"#,
+        r#"{"file": {"path": "/etc/passwd"}}"#,
+        r#"{"file": {"path": "x", "max_bytes": 0}}"#,
+        r#"{"sqlite": {"path": "../x.db", "query": "SELECT 1"}}"#,
+        r#"{"postgres": {"url_env": "X", "query": "SELECT 1", "max_rows": 0}}"#,
+        r#"{"git": {"rev": "-p"}}"#,
+        r#"{"git": {"file": "../x"}}"#,
+    ];
+    for b in bad {
+        let s: Source = serde_json::from_str(b).unwrap_or_else(|e| panic!("{b}: {e}"));
+        assert!(s.validate().is_err(), "{b} should be invalid");
+    }
+    let good: Source = serde_json::from_str(r#"{"http": {"url_env": "HEALTH_URL"}}"#).unwrap();
+    assert!(good.validate().is_ok());
+}
+
+#[test]
+fn context_debug_hides_env_values() {
+    let mut c = evident_probes::Context::default();
+    c.env.insert("TOKEN".into(), crate::SECRET.into());
+    let dbg = format!("{c:?}");
+    assert!(
+        dbg.contains("TOKEN") && !dbg.contains(crate::SECRET),
+        "{dbg}"
+    );
+}
