@@ -55,7 +55,7 @@ pub async fn observe(
     let max = spec.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
     let client = redis::Client::open(url).map_err(|_| {
         ProbeError::invalid(format!(
-            "the value of ${} is not a redis:// URL",
+            "the value of ${} is not a usable redis:// URL (rediss:// TLS is not supported)",
             spec.url_env
         ))
     })?;

@@ -314,8 +314,20 @@ pub async fn observe(source: &Source, ctx: &Context, timeout: Duration) -> Obser
             }
         }
     };
+    let value = match value {
+        // Observed strings are scrubbed too: a server may echo a token, a row may hold
+        // a password. A contract never writes a secret in `expected`, so this cannot
+        // turn a true mismatch into a match.
+        Ok(obj) => match scrub.scrub_value(Value::Object(obj)) {
+            Value::Object(o) => Ok(o),
+            _ => Err(ProbeError::invalid(
+                "internal: scrubbed observation is not an object",
+            )),
+        },
+        Err(e) => Err(e.scrubbed(&scrub)),
+    };
     Observation {
-        value: value.map_err(|e| e.scrubbed(&scrub)),
+        value,
         completed_at: time::OffsetDateTime::now_utc(),
     }
 }

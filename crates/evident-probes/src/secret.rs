@@ -51,13 +51,43 @@ impl Scrubber {
     /// raw and percent-decoded (drivers print either).
     pub fn add_url(&mut self, url: &str) {
         self.add(url);
-        if let Ok(u) = url::Url::parse(url)
-            && let Some(p) = u.password()
-        {
-            self.add(p);
-            if let Ok(decoded) = percent_decode(p) {
-                self.add(&decoded);
+        if let Ok(u) = url::Url::parse(url) {
+            if let Some(p) = u.password() {
+                self.add(p);
+                if let Ok(decoded) = percent_decode(p) {
+                    self.add(&decoded);
+                }
             }
+            // Tokens travel in query strings too (`?api_key=...`); a server may echo
+            // them back in a redirect or an error page.
+            for (_, v) in u.query_pairs() {
+                self.add(&v);
+            }
+            if let Some(q) = u.query() {
+                for part in q.split('&') {
+                    if let Some((_, v)) = part.split_once('=') {
+                        self.add(v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scrub every string (keys included) of an observed value.
+    pub fn scrub_value(&self, v: serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        if self.secrets.is_empty() {
+            return v;
+        }
+        match v {
+            Value::String(s) => Value::String(self.scrub(&s)),
+            Value::Array(a) => Value::Array(a.into_iter().map(|x| self.scrub_value(x)).collect()),
+            Value::Object(m) => Value::Object(
+                m.into_iter()
+                    .map(|(k, x)| (self.scrub(&k), self.scrub_value(x)))
+                    .collect(),
+            ),
+            other => other,
         }
     }
 

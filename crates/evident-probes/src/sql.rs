@@ -287,7 +287,10 @@ pub async fn observe_postgres(
     let result = async {
         conn.execute("BEGIN READ ONLY").await.map_err(query_error)?;
         // The server stops the query too when the probe gives up.
-        let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX).max(1);
+        // statement_timeout is a 32-bit count of milliseconds.
+        let ms = u64::try_from(limit.as_millis())
+            .unwrap_or(u64::MAX)
+            .clamp(1, i32::MAX as u64);
         conn.execute(AssertSqlSafe(format!("SET LOCAL statement_timeout = {ms}")))
             .await
             .map_err(query_error)?;

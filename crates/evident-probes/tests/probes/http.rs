@@ -296,3 +296,44 @@ async fn tls_failure_is_a_specific_error() {
     );
     eprintln!("TLS failure reads: {e}");
 }
+
+#[tokio::test]
+async fn tokens_echoed_by_the_server_are_scrubbed() {
+    let s = Server::start().await;
+    let d = root();
+    let mut c = ctx(d.path());
+    c.env.insert(
+        "HEALTH_URL".into(),
+        format!("{}?token={SECRET}", s.url("/bounce")),
+    );
+    let e = err(run(&src(r#"{ http = { url_env = "HEALTH_URL" } }"#), &c, 5.0).await);
+    assert!(matches!(e, ProbeError::RedirectRefused { .. }), "{e}");
+    assert!(e.to_string().contains("token=***"), "{e}");
+    let o = ok(run(
+        &src(r#"{ http = { url_env = "HEALTH_URL", redirects = "observe" } }"#),
+        &c,
+        5.0,
+    )
+    .await);
+    assert_eq!(o["redirect_location"], json!("/landing?from=?token=***"));
+}
+
+#[tokio::test]
+async fn unbounded_gate_limit_is_fine() {
+    let s = Server::start().await;
+    let d = root();
+    let source = src(&format!(
+        r#"{{ http = {{ url = "{}" }} }}"#,
+        s.url("/health")
+    ));
+    let o = observe(&source, &ctx(d.path()), Duration::MAX).await;
+    assert_eq!(ok(o)["status"], json!(200));
+    std::fs::write(d.path().join("f"), "x").unwrap();
+    let o = observe(
+        &src(r#"{ file = { path = "f" } }"#),
+        &ctx(d.path()),
+        Duration::MAX,
+    )
+    .await;
+    assert_eq!(ok(o)["exists"], json!(true));
+}

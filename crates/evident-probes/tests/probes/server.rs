@@ -113,6 +113,11 @@ async fn handle(mut sock: TcpStream) {
             return;
         }
         "/redirect" => ("302 Found", vec!["Location: /health".into()], Vec::new()),
+        p if p.starts_with("/bounce") => (
+            "302 Found",
+            vec![format!("Location: /landing?from={}", &p["/bounce".len()..])],
+            Vec::new(),
+        ),
         "/loop" => ("302 Found", vec!["Location: /loop".into()], Vec::new()),
         "/auth" => {
             if header("authorization").as_deref() == Some(&format!("Bearer {TOKEN}")) {

@@ -255,6 +255,14 @@ async fn postgres_readback() {
     assert!(matches!(e, ProbeError::BadQuery { .. }), "{e}");
     let e = err(run(&q("SELECT '1 day'::interval AS i".into(), "[]"), &c, 10.0).await);
     assert!(matches!(e, ProbeError::UnsupportedColumn { .. }), "{e}");
+    // No gate limit at all: statement_timeout is clamped, not overflowed.
+    let o = evident_probes::observe(
+        &q("SELECT 1 AS one".into(), "[]"),
+        &c,
+        std::time::Duration::MAX,
+    )
+    .await;
+    assert_eq!(ok(o)["one"], json!(1));
     let e = err(run(&q("SELECT pg_sleep(10)".into(), "[]"), &c, 1.0).await);
     assert_eq!(e, ProbeError::Timeout { limit_ms: 1000 });
     pg_drop(&url, &table).await;
