@@ -187,6 +187,8 @@ pub struct BeliefReport<'a> {
     pub bar: f64,
     /// Accepted.
     pub accepted: bool,
+    /// A counted fresh observation contradicts the goal (never accepted).
+    pub vetoed: bool,
     /// Items counted.
     pub counted: usize,
     /// Route when not accepted.
@@ -206,6 +208,7 @@ pub fn report<'a>(input: &'a Input, b: &'a Belief) -> BeliefReport<'a> {
         caution: b.caution,
         bar: b.bar,
         accepted: b.accepted,
+        vetoed: b.vetoed,
         counted: b.counted,
         route: b.route,
         reason: &b.reason,
@@ -271,10 +274,10 @@ pub fn render(input: &Input, b: &Belief) -> String {
         b.contributions.len(),
         b.bar,
         b.caution,
-        if b.accepted {
-            "ACCEPTED"
-        } else {
-            "NOT ACCEPTED"
+        match (b.accepted, b.vetoed) {
+            (true, _) => "ACCEPTED",
+            (false, true) => "NOT ACCEPTED (vetoed by a fresh observation)",
+            (false, false) => "NOT ACCEPTED",
         }
     );
     match b.route {

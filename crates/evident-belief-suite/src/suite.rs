@@ -105,7 +105,8 @@ pub struct TaskResult {
     pub accepted: bool,
     /// `accepted == truth`.
     pub correct: bool,
-    /// The seed's existence-only observer on the same world.
+    /// The seed's existence-only observer on the same world (the seed's acceptance
+    /// rule: posterior ≥ bar, no veto).
     pub existence_only: Judgement,
     /// Counting every item, ignoring lineage and derivation.
     pub naive: Judgement,
@@ -142,6 +143,8 @@ pub struct Summary {
     pub existence_only_false_completions: usize,
     /// False completions when counting naively.
     pub naive_false_completions: usize,
+    /// False completions evident would make without its SAW veto (posterior ≥ bar alone).
+    pub without_veto_false_completions: usize,
     /// No wrong verdict, no false completion, no problem.
     pub passed: bool,
 }
@@ -353,6 +356,8 @@ pub fn peer_tasks() -> Result<Vec<Task>, SuiteError> {
 const ACCEPT: f64 = 0.975_044_745_088_128_6;
 /// DID supporting, SAW contrary: a fabricated or mistaken success.
 const COLLAPSE: f64 = 0.170_144_847_038_063_8;
+/// Five supporting items and one contrary SAW item: a conjunction with one part wrong.
+const VETOED: f64 = 0.999_900_514_478_314_3;
 /// One supporting item only: a single confirmation.
 const SINGLE: f64 = 0.724_201_460_582_986_7;
 
@@ -506,6 +511,25 @@ pub fn own_tasks() -> Vec<Task> {
             true,
             ACCEPT,
             "truthful reads of the agent's own write are one channel: 0.975, not 0.9999",
+        ),
+        task(
+            "three_files_one_wrong",
+            "veto",
+            "out/a.txt, out/b.txt and out/c.txt each contain 'ok'",
+            before(&[]),
+            vec![
+                write("out/a.txt", "ok\n"),
+                write("out/b.txt", "ok\n"),
+                write("out/c.txt", "FAIL\n"),
+            ],
+            vec![
+                c("out/a.txt", FileContains("ok".into())),
+                c("out/b.txt", FileContains("ok".into())),
+                c("out/c.txt", FileContains("ok".into())),
+            ],
+            false,
+            VETOED,
+            "a conjunction with one part wrong: five supporting items outvote one fresh contradiction (0.9999) unless it vetoes",
         ),
         task(
             "delete_wrong_target",
@@ -698,7 +722,7 @@ pub fn run_task(task: &Task) -> Result<TaskResult, SuiteError> {
         correct: b.accepted == task.truth,
         existence_only: Judgement {
             posterior: ex.posterior,
-            accepted: ex.accepted,
+            accepted: ex.posterior >= ex.bar,
         },
         naive,
         runs,
@@ -730,6 +754,7 @@ pub fn run_suite() -> Result<Report, SuiteError> {
             .fold(0.0, f64::max),
         existence_only_false_completions: count(&|r| r.existence_only.accepted && !r.truth),
         naive_false_completions: count(&|r| r.naive.accepted && !r.truth),
+        without_veto_false_completions: count(&|r| r.posterior >= r.belief.bar && !r.truth),
         passed: correct == results.len() && false_completions == 0 && tasks_with_problems == 0,
     };
     Ok(Report {
@@ -781,8 +806,10 @@ pub fn render_table(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "for comparison, on the same worlds: the seed's existence-only observer makes {} false completions, counting without lineage collapse makes {}",
-        s.existence_only_false_completions, s.naive_false_completions
+        "for comparison, on the same worlds: the seed's existence-only observer makes {} false completions, counting without lineage collapse {}, evident without its SAW veto {}",
+        s.existence_only_false_completions,
+        s.naive_false_completions,
+        s.without_veto_false_completions
     );
     let _ = writeln!(
         out,

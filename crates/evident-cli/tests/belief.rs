@@ -89,6 +89,39 @@ fn six_confirmations_from_one_root_count_once() {
 }
 
 #[test]
+fn a_contradicting_fresh_observation_vetoes_a_high_posterior() {
+    let list = [
+        r#"{"epoch": "did", "supports": true, "lineage": "did:a"}"#,
+        r#"{"epoch": "did", "supports": true, "lineage": "did:b"}"#,
+        r#"{"epoch": "did", "supports": true, "lineage": "did:c"}"#,
+        r#"{"epoch": "saw", "supports": true, "lineage": "saw:a"}"#,
+        r#"{"epoch": "saw", "supports": true, "lineage": "saw:b"}"#,
+        r#"{"epoch": "saw", "supports": false, "lineage": "saw:c"}"#,
+    ]
+    .join(", ");
+    let f = file(&items(&list));
+    let out = evident()
+        .args(["belief", "--json"])
+        .arg(f.path())
+        .assert()
+        .code(3)
+        .get_output()
+        .stdout
+        .clone();
+    let v = json_of(&out);
+    assert!(v["posterior"].as_f64().unwrap() > 0.9999);
+    assert_eq!(v["vetoed"], true);
+    assert_eq!(v["accepted"], false);
+    assert_eq!(v["route"], "replan");
+    evident()
+        .arg("belief")
+        .arg(f.path())
+        .assert()
+        .code(3)
+        .stdout(predicate::str::contains("vetoed by a fresh observation"));
+}
+
+#[test]
 fn derived_items_are_shown_as_dropped() {
     let derived = r#"{"epoch": "saw", "supports": true, "lineage": "aggregate", "derived": true}"#;
     let f = file(&items(&format!("{DID_OK}, {derived}")));

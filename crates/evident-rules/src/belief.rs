@@ -5,7 +5,8 @@
 //! and SAW (a fresh re-observation of the world after the last action). Correlated
 //! confirmations count once: items sharing a causal lineage collapse to their strongest
 //! member, and items derived from other evidence (an aggregate "verified") are dropped.
-//! The goal is accepted only when the posterior clears a bar that rises with caution.
+//! The goal is accepted only when the posterior clears a bar that rises with caution
+//! and no counted fresh observation contradicts it.
 //!
 //! Pure: no clock, no I/O. Every item's fate and contribution is reported so a person
 //! can see why the belief is where it is.
@@ -150,8 +151,13 @@ pub struct Belief {
     pub caution: f64,
     /// The bar: `BASE_BAR + CAUTION_STEP · caution`.
     pub bar: f64,
-    /// `posterior ≥ bar`.
+    /// `posterior ≥ bar` and not vetoed.
     pub accepted: bool,
+    /// A counted SAW item contradicts the goal. Such a goal is never accepted, however
+    /// high the posterior: a goal is usually a conjunction ("a, b and c contain X"),
+    /// and action reports about its other parts must not outvote a fresh look that
+    /// found one part missing. (evident's addition; the seed has no veto.)
+    pub vetoed: bool,
     /// Number of items counted (one per lineage).
     pub counted: usize,
     /// One entry per input item, in input order.
@@ -286,7 +292,8 @@ fn outranks(a: &Item, b: &Item) -> bool {
 /// Rules, in order: items about another goal and derived items are not counted; the
 /// rest group by lineage and only the strongest of each group counts; the counted
 /// log-odds are summed in lineage order (so item order never changes the result, not
-/// even in the last bit) and the posterior is clamped once, at the end.
+/// even in the last bit) and the posterior is clamped once, at the end. The goal is
+/// accepted when the posterior reaches the bar and no counted SAW item contradicts it.
 pub fn assess(goal: &str, items: &[Item], caution: f64) -> Result<Belief, BeliefError> {
     if !caution.is_finite() || !(0.0..=1.0).contains(&caution) {
         return Err(BeliefError::Caution { value: caution });
@@ -349,8 +356,9 @@ pub fn assess(goal: &str, items: &[Item], caution: f64) -> Result<Belief, Belief
     let sum: f64 = best.values().map(|&i| items[i].weight()).sum();
     let posterior = posterior_from_log_odds(sum);
     let bar = bar(caution);
-    let accepted = posterior >= bar;
     let counted: Vec<&Item> = best.values().map(|&i| &items[i]).collect();
+    let vetoed = counted.iter().any(|i| i.epoch == Epoch::Saw && !i.supports);
+    let accepted = posterior >= bar && !vetoed;
     let (route, reason) = route(goal, items, &counted, posterior, bar, accepted);
 
     Ok(Belief {
@@ -360,6 +368,7 @@ pub fn assess(goal: &str, items: &[Item], caution: f64) -> Result<Belief, Belief
         caution,
         bar,
         accepted,
+        vetoed,
         counted: counted.len(),
         contributions,
         route,
@@ -399,9 +408,16 @@ fn route(
         );
     }
     if counted.iter().any(|i| i.epoch == Epoch::Saw && !i.supports) {
+        let veto = if posterior >= bar {
+            format!(
+                " (the posterior {posterior:.6} clears the bar, but a contradicting fresh observation vetoes acceptance)"
+            )
+        } else {
+            String::new()
+        };
         return (
             Some(Route::Replan),
-            "the plan did not work: a fresh observation contradicts the goal".to_owned(),
+            format!("the plan did not work: a fresh observation contradicts the goal{veto}"),
         );
     }
     if !counted.iter().any(|i| i.epoch == Epoch::Saw) {

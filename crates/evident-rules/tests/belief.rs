@@ -212,6 +212,43 @@ fn posterior_is_clamped() {
     assert_eq!(run(&many).posterior, belief::FLOOR);
 }
 
+// --- veto ---------------------------------------------------------------------------
+
+#[test]
+fn a_contradicting_fresh_observation_vetoes_a_high_posterior() {
+    // A goal with three parts: three action reports and two fresh looks support, the
+    // fresh look at the third part contradicts. The posterior clears the bar; the veto
+    // keeps the goal open.
+    let items = [
+        did(true, "did:a"),
+        did(true, "did:b"),
+        did(true, "did:c"),
+        saw(true, "saw:a"),
+        saw(true, "saw:b"),
+        saw(false, "saw:c"),
+    ];
+    let b = run(&items);
+    assert!(b.posterior > 0.99, "{}", b.posterior);
+    assert!(b.vetoed);
+    assert!(!b.accepted);
+    assert_eq!(b.route, Some(Route::Replan));
+    assert!(b.reason.contains("vetoes"), "{}", b.reason);
+    // A contrary DID item does not veto: the action's own report is not a fresh look.
+    let b = run(&[
+        did(false, "did:x"),
+        did(true, "did:a"),
+        did(true, "did:b"),
+        saw(true, "saw:a"),
+    ]);
+    assert!(!b.vetoed);
+    assert!(b.accepted, "{}", b.posterior);
+    // A contrary SAW item collapsed into a stronger supporting one does not veto.
+    let weak_no = item(Epoch::Saw, false, 0.5, "saw:a");
+    let b = run(&[did(true, "did:a"), saw(true, "saw:a"), weak_no]);
+    assert!(!b.vetoed);
+    assert!(b.accepted);
+}
+
 // --- routing -------------------------------------------------------------------------
 
 #[test]
@@ -350,7 +387,11 @@ proptest! {
     ) {
         let b = assess(G, &items, caution).unwrap();
         prop_assert!(b.posterior >= belief::FLOOR && b.posterior <= 1.0 - belief::FLOOR);
-        prop_assert_eq!(b.accepted, b.posterior >= b.bar);
+        let vetoed = b.contributions.iter().any(|c| {
+            c.fate == Fate::Counted && items[c.index].epoch == Epoch::Saw && !items[c.index].supports
+        });
+        prop_assert_eq!(b.vetoed, vetoed);
+        prop_assert_eq!(b.accepted, b.posterior >= b.bar && !vetoed);
         prop_assert_eq!(b.route.is_none(), b.accepted);
         prop_assert_eq!(b.contributions.len(), items.len());
     }
