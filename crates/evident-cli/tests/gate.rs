@@ -183,3 +183,75 @@ fn no_secret_from_the_environment_is_ever_printed() {
         "secret in the ledger"
     );
 }
+
+/// Signed gate evidence verifies under a trust list; one changed byte (a time) makes it
+/// unauthenticated, and the verdict drops from verified to unverified.
+#[test]
+fn signed_evidence_under_a_trust_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("gate.key");
+    let (code, _, err) = run(evident(tmp.path())
+        .args(["key", "generate", "--id", "billing-gate", "--out"])
+        .arg(&key));
+    assert_eq!(code, 0, "{err}");
+    let pubkey = tmp.path().join("gate.key.pub");
+    assert!(pubkey.exists());
+
+    let (code, out, err) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(repo().join("examples/billing/contract.toml"))
+        .arg(repo().join("examples/billing/claim.json"))
+        .args(["--json", "--no-record", "--key"])
+        .arg(&key));
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let item = &doc["evidence"][1];
+    assert_eq!(item["verifier"]["id"], "billing-gate");
+    assert!(item["signature"]["signatures"].is_array(), "{item}");
+    let signed = write(tmp.path(), "signed.json", &out);
+
+    let verify = |file: &Path, trust: bool| {
+        let mut cmd = evident(tmp.path());
+        cmd.args(["verify", "--no-record", "--json"]).arg(file);
+        if trust {
+            cmd.arg("--trust").arg(&pubkey);
+        }
+        let (code, out, err) = run(&mut cmd);
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+        (code, v)
+    };
+    let (code, v) = verify(&signed, true);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["verdict"]["state"], "verified");
+
+    // Tamper with one byte of a signed item: its time.
+    let mut forged = doc.clone();
+    let at = forged["evidence"][1]["at"].as_str().unwrap().to_string();
+    let last = at.chars().rev().find(|c| c.is_ascii_digit()).unwrap();
+    let bumped = if last == '9' {
+        '8'
+    } else {
+        char::from(last as u8 + 1)
+    };
+    let pos = at.rfind(last).unwrap();
+    let mut at2 = at.clone();
+    at2.replace_range(pos..pos + 1, &bumped.to_string());
+    forged["evidence"][1]["at"] = Value::String(at2);
+    let forged_file = write(
+        tmp.path(),
+        "forged.json",
+        &serde_json::to_string(&forged).unwrap(),
+    );
+    let (code, v) = verify(&forged_file, true);
+    assert_eq!(code, 3, "{v:#}");
+    assert_eq!(v["verdict"]["state"], "unverified");
+    assert_eq!(
+        v["verdict"]["findings"][1]["code"],
+        "unauthenticated_independence"
+    );
+    // Without a trust list the same document verifies, and the report says why.
+    let (code, v) = verify(&forged_file, false);
+    assert_eq!(code, 0);
+    let warnings = v["verdict"]["warnings"].to_string();
+    assert!(warnings.contains("no trust list"), "{warnings}");
+}

@@ -30,6 +30,9 @@ pub struct Settings {
     pub deadline: Duration,
     /// Where probes run and which environment they may read.
     pub context: Context,
+    /// The `verifier.id` of the gate's evidence: [`verifier_id`] by default, or the id
+    /// of the key that signs it (so a trust list can pair the id with the key).
+    pub verifier_id: String,
 }
 
 /// What one check did: which mutations it covered, what it saw, how long it took.
@@ -109,7 +112,7 @@ pub async fn run(
     let mut document = claim.raw.clone();
     let mut typed: Claim = claim.claim.clone();
     let mut runs = Vec::new();
-    let verifier = verifier_id();
+    let verifier = settings.verifier_id.clone();
     for (k, ((check, ids), (obs, took))) in contract
         .checks
         .iter()

@@ -53,6 +53,7 @@ async fn gate_env(
             root: root.to_path_buf(),
             env,
         },
+        verifier_id: evident_gate::verifier_id(),
     };
     evident_gate::run::run(&contract.contract, doc, &settings, &|_| false, &|_| None).await
 }

@@ -39,7 +39,8 @@ pub struct Args {
     /// Directory that paths in the contract are relative to (default: the contract's directory).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// Sign each evidence item the gate collects with this key (from `evident key generate`).
+    /// Sign each evidence item the gate collects with this key (from `evident key
+    /// generate`); the items then carry the key's id as `verifier.id`.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
     #[command(flatten)]
@@ -81,6 +82,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         jobs: args.jobs.max(1),
         deadline: Duration::from_secs_f64(args.timeout),
         context: evident_probes::Context::from_process(root),
+        verifier_id: key
+            .as_ref()
+            .map_or_else(evident_gate::verifier_id, |k| k.id().to_string()),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -114,7 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             &crate::cmd::verify::document_json(&outcome.document, &outcome.verdict, &warnings)?,
         )?;
         doc["gate"] = serde_json::json!({
-            "verifier": evident_gate::verifier_id(),
+            "verifier": settings.verifier_id,
             "contract": contract_name,
             "checks": outcome.runs,
         });
