@@ -316,7 +316,16 @@ pub async fn observe(
         )
     } else {
         (
-            resolve_program(&spec.argv[0], &cwd, ctx.env.get("PATH").map(String::as_str))?,
+            {
+                // The command's own PATH when the contract sets or inherits one, else
+                // the gate's: `cargo` is found either way.
+                let path = env
+                    .iter()
+                    .find(|(k, _)| k == "PATH")
+                    .map(|(_, v)| v.as_str())
+                    .or_else(|| ctx.env.get("PATH").map(String::as_str));
+                resolve_program(&spec.argv[0], &cwd, path)?
+            },
             spec.argv[1..].to_vec(),
         )
     };

@@ -21,7 +21,13 @@ struct Git {
 
 impl Git {
     async fn run(&self, args: &[&str], keep: u64) -> Result<Finished, ProbeError> {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        // The repository's own config still applies (as a test run runs the repo's
+        // own code); at least no fsmonitor hook is started by `git status`.
+        let args: Vec<String> = ["-c", "core.fsmonitor=false"]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string())
+            .collect();
         run(Launch {
             program: self.program.clone(),
             args: &args,

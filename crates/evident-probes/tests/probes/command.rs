@@ -440,3 +440,30 @@ fn default_expectation() {
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn argv0_uses_the_commands_own_path_when_set() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let tool = bin.join("evident-fixture-tool");
+    std::fs::write(&tool, "#!/bin/sh\necho '4 passed in 0.02s'\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let c = ctx(d.path());
+    let s = src(&format!(
+        r#"{{ command = {{ argv = ["evident-fixture-tool"], env = {{ PATH = "{}" }} }} }}"#,
+        bin.display()
+    ));
+    let o = ok(run(&s, &c, 10.0).await);
+    assert_eq!(
+        (o["passed"].clone(), o["runner"].clone()),
+        (json!(4), json!("pytest"))
+    );
+    // Not on the gate's PATH: without the command's PATH it is not found.
+    let s = src(r#"{ command = { argv = ["evident-fixture-tool"] } }"#);
+    assert!(matches!(
+        err(run(&s, &c, 10.0).await),
+        ProbeError::CommandNotFound { .. }
+    ));
+}
