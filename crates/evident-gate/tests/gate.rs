@@ -525,6 +525,7 @@ async fn a_hundred_slow_endpoint_checks_run_concurrently() {
             root: dir.path().into(),
             env: base_env(),
         },
+        verifier_id: evident_gate::verifier_id(),
     };
     let t = Instant::now();
     let o = evident_gate::run::run(&parsed.contract, doc, &settings, &|_| false, &|_| None).await;
