@@ -387,3 +387,107 @@ mod input {
         assert!(e.message.contains("trailing"), "{e}");
     }
 }
+
+/// Random worlds, random (honest, phantom, compromised) tool calls, random goals: with a
+/// fresh observation, evident never accepts a goal the world does not satisfy.
+mod random_worlds {
+    use std::collections::BTreeMap;
+
+    use evident_belief_suite::goal::{Condition, Expect};
+    use evident_belief_suite::suite::{Source, Task, run_task};
+    use evident_belief_suite::world::{
+        Action, CopyFile, CreateDirectory, DeleteFile, ReadPath, WriteFile,
+    };
+    use proptest::prelude::*;
+
+    const PATHS: [&str; 5] = ["a", "b", "d/a", "d/b", "./d//a"];
+    const TEXTS: [&str; 3] = ["ok\n", "no\n", ""];
+
+    fn path() -> impl Strategy<Value = String> {
+        (0..PATHS.len()).prop_map(|i| PATHS[i].to_owned())
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        (0..TEXTS.len()).prop_map(|i| TEXTS[i].to_owned())
+    }
+
+    fn action() -> impl Strategy<Value = Action> {
+        prop_oneof![
+            (path(), text(), any::<bool>()).prop_map(|(p, t, c)| Action::WriteFile(WriteFile {
+                file_path: p,
+                content: t,
+                create_dirs: c
+            })),
+            (path(), text()).prop_map(|(p, t)| Action::PhantomWrite(WriteFile {
+                file_path: p,
+                content: t,
+                create_dirs: false
+            })),
+            (path(), path(), any::<bool>()).prop_map(|(s, d, c)| Action::CopyFile(CopyFile {
+                source_path: s,
+                destination_path: d,
+                create_dirs: c
+            })),
+            (path(), any::<bool>()).prop_map(|(p, c)| Action::DeleteFile(DeleteFile {
+                path: p,
+                confirm: c
+            })),
+            (path(), any::<bool>()).prop_map(|(p, c)| Action::CreateDirectory(CreateDirectory {
+                directory_path: p,
+                parents: c
+            })),
+            path().prop_map(|p| Action::ReadFile(ReadPath { file_path: p })),
+            path().prop_map(|p| Action::StatFile(ReadPath { file_path: p })),
+            path().prop_map(|p| Action::HashFile(ReadPath { file_path: p })),
+        ]
+    }
+
+    fn expect() -> impl Strategy<Value = Expect> {
+        prop_oneof![
+            Just(Expect::File),
+            Just(Expect::FileContains("ok".into())),
+            Just(Expect::FileHasLine("ok".into())),
+            Just(Expect::Dir),
+            Just(Expect::Absent),
+            path().prop_map(Expect::CopyOf),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn evident_never_accepts_a_goal_the_world_does_not_satisfy(
+            before in proptest::collection::btree_map(
+                prop_oneof![Just("a"), Just("b"), Just("d/a")].prop_map(str::to_owned),
+                text(),
+                0..3,
+            ),
+            steps in proptest::collection::vec(action(), 0..6),
+            targets in proptest::collection::btree_map(0usize..4, expect(), 1..3),
+            compromised in any::<bool>(),
+        ) {
+            let conditions: Vec<Condition> = targets
+                .into_iter()
+                .map(|(i, e)| Condition::new(PATHS[i], e))
+                .collect();
+            let task = Task {
+                id: "random".into(),
+                category: "random".into(),
+                goal: "random goal".into(),
+                before: before.into_iter().collect::<BTreeMap<_, _>>(),
+                steps,
+                conditions,
+                compromised,
+                observe: true,
+                truth: false,
+                source: Source::Own { posterior: 0.0, why: "random" },
+            };
+            let r = run_task(&task).expect("world");
+            if r.accepted {
+                prop_assert!(r.world_truth, "false completion: {:?}", r.items);
+            }
+            prop_assert!(!(r.accepted && r.belief.vetoed));
+        }
+    }
+}
