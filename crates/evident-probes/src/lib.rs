@@ -357,9 +357,9 @@ async fn run(
         Source::Command(c) => command::observe(c, ctx, scrub).await,
         Source::Http(h) => http::observe(h, ctx, limit, scrub).await,
         Source::File(f) => file::observe(f, ctx).await,
-        Source::Sqlite(s) => sql::observe_sqlite(s, ctx).await,
+        Source::Sqlite(s) => sql::observe_sqlite(s, ctx, limit).await,
         Source::Postgres(s) => sql::observe_postgres(s, ctx, limit, scrub).await,
-        Source::Mysql(s) => sql::observe_mysql(s, ctx, scrub).await,
+        Source::Mysql(s) => sql::observe_mysql(s, ctx, limit, scrub).await,
         Source::Redis(r) => kv::observe(r, ctx, scrub).await,
         Source::Git(g) => git::observe(g, ctx).await,
     }

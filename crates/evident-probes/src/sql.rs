@@ -123,6 +123,28 @@ fn query_error(e: sqlx::Error) -> ProbeError {
     }
 }
 
+/// The server's own statement limit: a little longer than the probe's, so the probe
+/// reports the timeout and the server still stops the statement soon after.
+fn server_limit(limit: Duration) -> Duration {
+    limit.saturating_add(Duration::from_millis(500))
+}
+
+/// A statement the server cancelled for time is a timeout, whichever side noticed first.
+fn server_timeout(r: Result<Object, ProbeError>, limit: Duration) -> Result<Object, ProbeError> {
+    match r {
+        Err(ProbeError::BadQuery { reason })
+            if reason.contains("(code 57014)")
+                || reason.contains("(code 70100)")
+                || reason.contains("maximum statement execution time exceeded") =>
+        {
+            Err(ProbeError::Timeout {
+                limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+            })
+        }
+        other => other,
+    }
+}
+
 fn max_rows(m: Option<u64>) -> Result<u64, ProbeError> {
     match m {
         Some(0) => Err(ProbeError::invalid("max_rows must be at least 1")),
@@ -185,7 +207,11 @@ fn fmt_offset(dt: time::OffsetDateTime) -> Result<String, ProbeError> {
 
 // ---------------------------------------------------------------- SQLite
 
-pub async fn observe_sqlite(spec: &SqliteSpec, ctx: &Context) -> Result<Object, ProbeError> {
+pub async fn observe_sqlite(
+    spec: &SqliteSpec,
+    ctx: &Context,
+    limit: Duration,
+) -> Result<Object, ProbeError> {
     let max = max_rows(spec.max_rows)?;
     let path = paths::existing(&ctx.root, &spec.path, false)?;
     let opts = SqliteConnectOptions::new()
@@ -197,6 +223,15 @@ pub async fn observe_sqlite(spec: &SqliteSpec, ctx: &Context) -> Result<Object, 
     let mut conn = SqliteConnection::connect_with(&opts)
         .await
         .map_err(|e| connect_error(&target, e))?;
+    // SQLite runs on a worker thread that a dropped future does not stop: interrupt the
+    // statement itself shortly after the probe's limit, so a runaway query (an endless
+    // recursive CTE) does not spin on after the timeout was reported.
+    if let Some(deadline) =
+        std::time::Instant::now().checked_add(limit + Duration::from_millis(200))
+        && let Ok(mut handle) = conn.lock_handle().await
+    {
+        handle.set_progress_handler(10_000, move || std::time::Instant::now() < deadline);
+    }
     let result = async {
         let q = bind_params!(sqlx::query(AssertSqlSafe(spec.query.clone())), &spec.params);
         Ok(collect_rows!(q.fetch(&mut conn), max, sqlite_row))
@@ -288,7 +323,7 @@ pub async fn observe_postgres(
         conn.execute("BEGIN READ ONLY").await.map_err(query_error)?;
         // The server stops the query too when the probe gives up.
         // statement_timeout is a 32-bit count of milliseconds.
-        let ms = u64::try_from(limit.as_millis())
+        let ms = u64::try_from(server_limit(limit).as_millis())
             .unwrap_or(u64::MAX)
             .clamp(1, i32::MAX as u64);
         conn.execute(AssertSqlSafe(format!("SET LOCAL statement_timeout = {ms}")))
@@ -301,7 +336,7 @@ pub async fn observe_postgres(
     .await;
     let _ = conn.execute("ROLLBACK").await;
     let _ = conn.close().await;
-    result
+    server_timeout(result, limit)
 }
 
 fn pg_row(row: &PgRow) -> Result<Object, ProbeError> {
@@ -452,6 +487,7 @@ pub(crate) fn pg_numeric(b: &[u8]) -> Option<String> {
 pub async fn observe_mysql(
     spec: &SqlSpec,
     ctx: &Context,
+    limit: Duration,
     scrub: &mut Scrubber,
 ) -> Result<Object, ProbeError> {
     let max = max_rows(spec.max_rows)?;
@@ -464,6 +500,23 @@ pub async fn observe_mysql(
         .await
         .map_err(|e| connect_error(&target, e))?;
     let result = async {
+        // Let the server stop the statement too (MariaDB: seconds; MySQL: ms, SELECT
+        // only). Whichever the server does not know fails harmlessly.
+        let secs = server_limit(limit)
+            .as_secs_f64()
+            .min(f64::from(i32::MAX) / 1000.0)
+            .max(0.001);
+        let _ = conn
+            .execute(AssertSqlSafe(format!(
+                "SET SESSION max_statement_time = {secs:.3}"
+            )))
+            .await;
+        let _ = conn
+            .execute(AssertSqlSafe(format!(
+                "SET SESSION MAX_EXECUTION_TIME = {}",
+                (secs * 1000.0) as u64
+            )))
+            .await;
         conn.execute("START TRANSACTION READ ONLY")
             .await
             .map_err(query_error)?;
@@ -474,7 +527,7 @@ pub async fn observe_mysql(
     .await;
     let _ = conn.execute("ROLLBACK").await;
     let _ = conn.close().await;
-    result
+    server_timeout(result, limit)
 }
 
 fn mysql_row(row: &MySqlRow) -> Result<Object, ProbeError> {

@@ -149,6 +149,16 @@ async fn sqlite_failures() {
     assert!(e.to_string().contains("appears twice"), "{e}");
     let e = err(run(&src(r#"{ sqlite = { path = "billing.db", query = "SELECT id FROM accounts", max_rows = 2 } }"#), &c, 10.0).await);
     assert!(matches!(e, ProbeError::Oversize { .. }), "{e}");
+    // A runaway query: the timeout is reported, and the statement is interrupted.
+    let runaway = src(
+        r#"{ sqlite = { path = "billing.db", query = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c" } }"#,
+    );
+    let t = std::time::Instant::now();
+    assert_eq!(
+        err(run(&runaway, &c, 1.0).await),
+        ProbeError::Timeout { limit_ms: 1000 }
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(3));
     let e = err(run(
         &src(r#"{ sqlite = { path = "billing.db", query = "SELECT ?1", params = [[1]] } }"#),
         &c,
