@@ -400,6 +400,12 @@ lobj_impl!(RawCase);
 
 /// Parses one line of case JSONL. Errors are messages without the `PATH:LINE: ` prefix.
 pub fn parse_case(line: &[u8]) -> Result<Case<'_>, String> {
+    validate(crate::fast::read_case(line)?)
+}
+
+/// Parses with sonic-rs through the serde visitors; same result, used to cross-check
+/// the hand-written reader and to measure it.
+pub fn parse_case_sonic(line: &[u8]) -> Result<Case<'_>, String> {
     let raw: LObj<RawCase<'_>> = sonic_rs::from_slice(line).map_err(|e| sonic_message(&e))?;
     validate(raw)
 }
@@ -444,7 +450,7 @@ fn strip_cow(s: Cow<'_, str>) -> Cow<'_, str> {
 }
 
 /// Applies the peer's `Case.from_dict` checks in its order.
-fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
+pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
     let raw = match raw {
         LObj::Obj(r) => r,
         LObj::Other(k) => return Err(format!("Each case must be an object, not {k}.")),

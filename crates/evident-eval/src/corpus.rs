@@ -128,13 +128,7 @@ fn evidence(out: &mut Vec<u8>, rng: &mut Rng, fields: &[&str], mode: Plan, i: u6
                 }
             }
             sep(out);
-            write!(
-                out,
-                "\"latency_ms\":{},\"trace\":{{\"span\":\"{:016x}\"}}",
-                rng.range(5, 9000),
-                rng.next_u64()
-            )
-            .ok();
+            write!(out, "\"latency_ms\":{}", rng.range(5, 9000)).ok();
         }
     }
     out.push(b'}');
@@ -252,7 +246,11 @@ pub fn case_line(out: &mut Vec<u8>, rng: &mut Rng, i: u64) {
             .iter()
             .find(|a| a.0 == action)
             .map_or(&["contact_id"][..], |a| a.1);
-        write!(out, "{{\"action\":\"{action}\",\"success\":{success},\"tool_call_id\":\"call_{:012x}\",\"evidence\":", rng.next_u64() >> 16).ok();
+        write!(
+            out,
+            "{{\"action\":\"{action}\",\"success\":{success},\"evidence\":"
+        )
+        .ok();
         evidence(out, rng, fields, plan, i);
         out.push(b'}');
     }

@@ -7,13 +7,16 @@
 //! - [`engine`]: the streaming, parallel, order-keeping evaluator;
 //! - [`adapt`]: trace formats → canonical cases and provenance envelopes;
 //! - [`pyjson`]: strict JSON input and Python-`json.dumps`-compatible output;
-//! - [`corpus`]: a deterministic corpus generator for benchmarks.
+//! - [`corpus`]: a deterministic corpus generator for benchmarks;
+//! - [`run`]: what the `eval` and `adapt` subcommands do.
 
 pub mod adapt;
 pub mod case;
 pub mod corpus;
 pub mod engine;
 pub mod evaluate;
+mod fast;
 pub mod metrics;
 pub mod pyjson;
+pub mod run;
 pub mod text;

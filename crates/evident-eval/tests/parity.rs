@@ -503,3 +503,105 @@ mod engine_vs_reference {
         assert_eq!(m["status_counts"]["VERIFIED_COMPLETE"], verified);
     }
 }
+
+mod json_reader {
+    use evident_eval::case::{parse_case, parse_case_serde_json};
+    use evident_eval::corpus::Rng;
+    use evident_eval::evaluate::evaluation;
+
+    /// The hand-written reader and serde_json must accept and reject the same lines and
+    /// give the same results when they accept.
+    fn agree(line: &[u8]) {
+        let a = parse_case(line).map(|c| evaluation(&c));
+        // serde_json does not check UTF-8 inside strings it skips; the peer reads the
+        // file as UTF-8 first, and so does evident.
+        if std::str::from_utf8(line).is_err() {
+            assert!(a.is_err(), "accepted invalid UTF-8");
+            return;
+        }
+        let b = parse_case_serde_json(line).map(|c| evaluation(&c));
+        match (&a, &b) {
+            (Ok(x), Ok(y)) => assert_eq!(x, y, "{}", String::from_utf8_lossy(line)),
+            (Err(_), Err(_)) => {}
+            _ => panic!(
+                "disagree on {:?}: fast {a:?} serde_json {b:?}",
+                String::from_utf8_lossy(line)
+            ),
+        }
+    }
+
+    const BASE: &str = r#"{"case_id":"c","task":"t","completion_claimed":true,"requirements":[{"action":"a","evidence_fields":["k","m"]}],"events":[{"action":"a","success":true,"evidence":{"k":"v","m":[0]}}]}"#;
+
+    #[test]
+    fn edge_cases_agree() {
+        let cases = [
+            BASE.to_string(),
+            BASE.replace("\"v\"", r#""\u00e9\ud83d\ude00\n\"\\\/""#),
+            BASE.replace("\"v\"", r#""\ud83d""#),
+            BASE.replace("\"v\"", r#""\udc00x""#),
+            BASE.replace("\"v\"", "\"a\u{1}b\""),
+            BASE.replace("\"v\"", r#""\x""#),
+            BASE.replace("\"v\"", r#""  \t ""#),
+            BASE.replace("\"v\"", r#""\u0020\u00a0""#),
+            BASE.replace("[0]", "-0"),
+            BASE.replace("[0]", "1.5e+10"),
+            BASE.replace("[0]", "01"),
+            BASE.replace("[0]", "1."),
+            BASE.replace("[0]", ".5"),
+            BASE.replace("[0]", "-"),
+            BASE.replace("[0]", "NaN"),
+            BASE.replace("[0]", "tru"),
+            BASE.replace("[0]", "[1,]"),
+            BASE.replace("[0]", "{\"x\":1,}"),
+            BASE.replace("[0]", "{}"),
+            BASE.replace("[0]", "{\"a\":{\"b\":[null,{}]}}"),
+            BASE.replace("[0]", "[[[[[]]]]]"),
+            BASE.replace("\"c\"", "\"c\\u0000\""),
+            format!("  {BASE}  \r"),
+            format!("{BASE},"),
+            format!("{BASE}{{}}"),
+            BASE.replace("{\"case_id\"", "{ \"case_id\" ")
+                .replace(",\"task\"", " , \"task\""),
+            BASE.replace("\"task\":\"t\"", "\"ta\\u0073k\":\"t\""),
+            BASE.replace("\"x\"", "\"x\""),
+            BASE[..BASE.len() - 1].to_string(),
+            String::new(),
+            "null".into(),
+            "\"str\"".into(),
+        ];
+        for c in &cases {
+            agree(c.as_bytes());
+        }
+        agree(b"{\"case_id\":\"\xc3\",\"task\":\"t\"}");
+        agree(b"{\"case_id\":\"c\xff\",\"task\":\"t\"}");
+    }
+
+    #[test]
+    fn random_mutations_agree() {
+        let mut corpus = Vec::new();
+        evident_eval::corpus::generate(&mut corpus, 200, 9).unwrap();
+        let lines: Vec<&[u8]> = corpus
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        let alphabet = b"{}[]\",:\\ u0123456789.eE+-tfnal\x01\xc3\xa9";
+        let mut rng = Rng::new(2024);
+        for i in 0..20_000 {
+            let mut line = lines[i % lines.len()].to_vec();
+            for _ in 0..rng.range(1, 3) {
+                let at = rng.range(0, line.len() as u64 - 1) as usize;
+                match rng.range(0, 2) {
+                    0 => line[at] = alphabet[rng.range(0, alphabet.len() as u64 - 1) as usize],
+                    1 => {
+                        line.remove(at);
+                    }
+                    _ => line.insert(
+                        at,
+                        alphabet[rng.range(0, alphabet.len() as u64 - 1) as usize],
+                    ),
+                }
+            }
+            agree(&line);
+        }
+    }
+}
