@@ -591,6 +591,28 @@ mod tests {
         b
     }
 
+    proptest::proptest! {
+        #[test]
+        fn numeric_never_panics(b in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let _ = pg_numeric(&b);
+        }
+
+        #[test]
+        fn numeric_round_trips_integers(n in 0u64..1_000_000_000_000) {
+            // Encode n as base-10000 digits, as PostgreSQL does.
+            let mut digits = Vec::new();
+            let mut m = n;
+            while m > 0 {
+                digits.push((m % 10000) as u16);
+                m /= 10000;
+            }
+            digits.reverse();
+            let weight = digits.len() as i16 - 1;
+            let b = enc(digits.len() as u16, weight.max(0), 0, 0, &digits);
+            proptest::prop_assert_eq!(pg_numeric(&b).unwrap(), n.to_string());
+        }
+    }
+
     #[test]
     fn numeric_decoding() {
         // 12345.678 = [1, 2345, 6780], weight 1, dscale 3

@@ -325,6 +325,27 @@ fn attributes(s: &str) -> Result<Vec<(String, String)>, String> {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn parsers_never_panic(text in "\\PC{0,200}") {
+            let _ = parse_text(&text, None);
+            let _ = parse_junit(&text);
+        }
+
+        #[test]
+        fn junit_like_input_never_panics(
+            attrs in proptest::collection::vec(("[a-z]{1,8}", "[0-9a-z\"' ]{0,6}"), 0..5),
+            tail in "[<>/=\"' a-z]{0,20}",
+        ) {
+            let mut xml = String::from("<testsuite");
+            for (k, v) in attrs {
+                xml.push_str(&format!(" {k}=\"{v}\""));
+            }
+            xml.push_str(&tail);
+            let _ = parse_junit(&xml);
+        }
+    }
+
     #[test]
     fn cargo_sums_binaries() {
         let out = "running 2 tests\ntest a ... ok\ntest result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\n   Doc-tests x\ntest result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n";

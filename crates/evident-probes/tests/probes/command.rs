@@ -467,3 +467,41 @@ async fn argv0_uses_the_commands_own_path_when_set() {
         ProbeError::CommandNotFound { .. }
     ));
 }
+
+#[tokio::test]
+async fn cwd_symlink_escape_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let inner = d.path().join("root");
+    std::fs::create_dir(&inner).unwrap();
+    std::os::unix::fs::symlink("..", inner.join("up")).unwrap();
+    let c = ctx(&inner);
+    let e = err(run(
+        &src(r#"{ command = { argv = ["true"], cwd = "up" } }"#),
+        &c,
+        5.0,
+    )
+    .await);
+    assert_eq!(
+        e,
+        ProbeError::PathEscape {
+            path: "up".into(),
+            via: Escape::Symlink
+        }
+    );
+    let e = err(run(
+        &src(r#"{ command = { argv = ["true"], junit = "up/j.xml" } }"#),
+        &c,
+        5.0,
+    )
+    .await);
+    assert!(
+        matches!(
+            e,
+            ProbeError::PathEscape {
+                via: Escape::Symlink,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
