@@ -1,9 +1,45 @@
-//! `evident adapt` — not built yet.
+//! `evident adapt`: turn one agent trace into a canonical case (or a provenance
+//! envelope). The work is in `evident_eval::run`; this module only maps arguments.
+
+use std::path::PathBuf;
+
+use evident_eval::adapt::Format;
+use evident_eval::run::{AdaptRequest, adapt};
 
 /// Arguments of `evident adapt`.
+///
+/// Formats: generic, openai (the peer's), anthropic (Messages API), openai-responses
+/// (Responses API items), mcp (JSON-RPC tools/call log), otel (OTLP/JSON GenAI spans).
+/// See docs/eval.md for each format and its success rule.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The trace format.
+    #[arg(value_name = "FORMAT", value_parser = super::eval::format_names())]
+    pub format: String,
+    /// The trace file, or - for standard input.
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// The owner's requirements: a non-empty JSON array of {action, evidence_fields}.
+    #[arg(value_name = "REQUIREMENTS")]
+    pub requirements: PathBuf,
+    /// A stable reference to the raw trace (a run id, a path in an artifact store).
+    #[arg(long, value_name = "REF")]
+    pub source_ref: String,
+    /// Print the provenance envelope (sequence, source_event_id, source) instead of the case.
+    #[arg(long)]
+    pub envelope: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`evident adapt` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let format = Format::parse(&args.format)
+        .ok_or_else(|| anyhow::anyhow!("unknown format {}", args.format))?;
+    let req = AdaptRequest {
+        format,
+        trace: args.trace,
+        requirements: args.requirements,
+        source_ref: args.source_ref,
+        envelope: args.envelope,
+    };
+    let stdout = std::io::stdout();
+    adapt(&req, &mut stdout.lock()).map_err(anyhow::Error::msg)
 }

@@ -1,9 +1,77 @@
-//! `evident eval` — not built yet.
+//! `evident eval`: evaluate recorded agent traces in bulk (seed 001). The work is in
+//! `evident_eval::run`; this module only maps arguments.
+
+use std::path::PathBuf;
+
+use evident_eval::adapt::Format;
+use evident_eval::engine::Mode;
+use evident_eval::run::{EvalRequest, eval};
 
 /// Arguments of `evident eval`.
+///
+/// Reads case JSONL (one case per line) and prints each case's status: VERIFIED_COMPLETE,
+/// PARTIAL, UNVERIFIED or FAILED. The first bad line stops the run with PATH:LINE and exit
+/// code 2. See docs/eval.md.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// A case JSONL file, or - for standard input. With --adapter: trace files and
+    /// directories (a directory contributes its *.json files).
+    #[arg(value_name = "CASES.jsonl|-", default_value = "-")]
+    pub inputs: Vec<PathBuf>,
+    /// Print the result objects as one indented JSON array.
+    #[arg(long, group = "mode")]
+    pub json: bool,
+    /// Print one compact result object per line, as each chunk finishes.
+    #[arg(long, group = "mode")]
+    pub jsonl: bool,
+    /// Print claim-quality metrics only (case ids must be unique).
+    #[arg(long, group = "mode")]
+    pub metrics: bool,
+    /// Report every bad line on stderr and evaluate the rest (exit code 2 at the end).
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub threads: usize,
+    /// Read trace files through this adapter instead of case JSONL.
+    #[arg(long, value_name = "FORMAT", value_parser = format_names(), requires = "requirements")]
+    pub adapter: Option<String>,
+    /// The owner's requirements (a JSON array) for traces read with --adapter.
+    #[arg(long, value_name = "FILE", requires = "adapter")]
+    pub requirements: Option<PathBuf>,
+    /// Never draw the progress line (it is drawn only when stderr is a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`evident eval` is not built yet")
+pub(crate) fn format_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name))
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let mode = match (args.json, args.jsonl, args.metrics) {
+        (true, _, _) => Mode::Json,
+        (_, true, _) => Mode::Jsonl,
+        (_, _, true) => Mode::Metrics,
+        _ => Mode::Plain,
+    };
+    let adapter = match (args.adapter, args.requirements) {
+        (Some(name), Some(reqs)) => {
+            let format =
+                Format::parse(&name).ok_or_else(|| anyhow::anyhow!("unknown adapter {name}"))?;
+            Some((format, reqs))
+        }
+        _ => None,
+    };
+    let req = EvalRequest {
+        inputs: args.inputs,
+        mode,
+        keep_going: args.keep_going,
+        threads: args.threads,
+        adapter,
+        progress: !args.no_progress,
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    eval(&req, &mut out).map_err(anyhow::Error::msg)
 }

@@ -1,0 +1,339 @@
+//! `evident eval` and `evident adapt` through the real binary: parity with the peer's
+//! outputs, error lines and exit codes, streaming from stdin, adapters over directories.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../evident-eval/tests/data")
+        .join(name)
+}
+
+fn read(name: &str) -> Vec<u8> {
+    std::fs::read(data(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn evident() -> Command {
+    let mut c = Command::cargo_bin("evident").expect("binary");
+    c.env_remove("RUST_LOG");
+    c
+}
+
+fn json(b: &[u8]) -> Value {
+    serde_json::from_slice(b).expect("json")
+}
+
+const GOOD: &str = r#"{"case_id":"c1","task":"t","completion_claimed":true,"requirements":[{"action":"a","evidence_fields":["id"]}],"events":[{"action":"a","success":true,"evidence":{"id":"1"}}]}"#;
+
+mod parity {
+    use super::*;
+
+    #[test]
+    fn plain_json_and_metrics_equal_the_peer() {
+        let cases = data("peer/cases.jsonl");
+        let out = evident().arg("eval").arg(&cases).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(out.stdout, read("peer/cases.txt"));
+
+        let out = evident()
+            .args(["eval", "--json"])
+            .arg(&cases)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(json(&out.stdout), json(&read("peer/cases.json")));
+
+        let out = evident()
+            .args(["eval", "--metrics"])
+            .arg(&cases)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(json(&out.stdout), json(&read("peer/cases.metrics.json")));
+
+        let out = evident()
+            .args(["eval", "--json"])
+            .arg(data("peer/minimal_cases.jsonl"))
+            .output()
+            .unwrap();
+        assert_eq!(json(&out.stdout), json(&read("peer/minimal_cases.json")));
+    }
+
+    #[test]
+    fn jsonl_from_stdin_is_one_object_per_line() {
+        let out = evident()
+            .args(["eval", "--jsonl", "-"])
+            .write_stdin(read("peer/cases.jsonl"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let items: Vec<Value> = out
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(json)
+            .collect();
+        assert_eq!(Value::Array(items), json(&read("peer/cases.json")));
+    }
+
+    #[test]
+    fn adapt_generic_and_openai_are_byte_identical() {
+        for (format, trace, source_ref, expected) in [
+            (
+                "generic",
+                "peer/generic_trace.json",
+                "run-123",
+                "peer/adapt-generic",
+            ),
+            (
+                "openai",
+                "peer/openai_tool_trace.json",
+                "response-123",
+                "peer/adapt-openai",
+            ),
+        ] {
+            let base = || {
+                let mut c = evident();
+                c.args(["adapt", format])
+                    .arg(data(trace))
+                    .arg(data("peer/requirements.json"));
+                c.args(["--source-ref", source_ref]);
+                c
+            };
+            let out = base().output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.stdout, read(&format!("{expected}.json")));
+            let out = base().arg("--envelope").output().unwrap();
+            assert_eq!(out.stdout, read(&format!("{expected}.envelope.json")));
+        }
+    }
+}
+
+mod errors {
+    use super::*;
+
+    #[test]
+    fn first_bad_line_stops_with_path_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("cases.jsonl");
+        std::fs::write(&p, format!("{GOOD}\n\n{{\"case_id\": null}}\n{GOOD}\n")).unwrap();
+        let out = evident().arg("eval").arg(&p).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains(&format!(
+                "{}:3: 'case_id' must be a string, not null.",
+                p.display()
+            )),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn keep_going_reports_every_bad_line_and_evaluates_the_rest() {
+        let input = format!("{GOOD}\nnot json\n{}\n[1]\n", GOOD.replace("c1", "c2"));
+        let out = evident()
+            .args(["eval", "--keep-going", "--jsonl", "-"])
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("<stdin>:2: invalid JSON"), "{err}");
+        assert!(
+            err.contains("<stdin>:4: Each case must be an object, not an array."),
+            "{err}"
+        );
+        assert!(err.contains("2 bad line(s) skipped"), "{err}");
+        let ids: Vec<Value> = out
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| json(l)["case_id"].clone())
+            .collect();
+        assert_eq!(ids, vec!["c1", "c2"]);
+    }
+
+    #[test]
+    fn duplicate_case_ids_are_a_clean_error_in_metrics_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("dup.jsonl");
+        std::fs::write(
+            &p,
+            format!("{GOOD}\n{}\n{GOOD}\n", GOOD.replace("c1", "c2")),
+        )
+        .unwrap();
+        let out = evident()
+            .args(["eval", "--metrics"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains(":3: duplicate case_id 'c1' (first on line 1)"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+        // The same ids are fine without --metrics, as in the peer.
+        evident().arg("eval").arg(&p).assert().code(0);
+        // From stdin the lines cannot be re-read, but the error is still clean.
+        evident()
+            .args(["eval", "--metrics", "-"])
+            .write_stdin(std::fs::read(&p).unwrap())
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("duplicate case_id"));
+    }
+
+    #[test]
+    fn empty_missing_and_conflicting_inputs_exit_2() {
+        evident()
+            .args(["eval", "-"])
+            .write_stdin("\n \n")
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("No cases found in <stdin>."));
+        evident()
+            .args(["eval", "/nonexistent/cases.jsonl"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("/nonexistent/cases.jsonl"));
+        evident()
+            .args(["eval", "--json", "--metrics", "-"])
+            .write_stdin(GOOD)
+            .assert()
+            .code(2);
+        evident()
+            .args(["eval", "--adapter", "otel", "-"])
+            .write_stdin(GOOD)
+            .assert()
+            .code(2);
+    }
+
+    #[test]
+    fn adapt_rejections_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("trace.json");
+        std::fs::write(
+            &t,
+            r#"{"trace_id":"t","task":"x","completion_claimed":true,"records":[{"type":"tool_call","tool_call_id":"c1","name":"a"}]}"#,
+        )
+        .unwrap();
+        let out = evident()
+            .args(["adapt", "openai"])
+            .arg(&t)
+            .arg(data("peer/requirements.json"))
+            .args(["--source-ref", "r"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains(&format!("{}: tool_call 'c1' has no result", t.display())),
+            "{err}"
+        );
+        // A bad requirements file is named too.
+        std::fs::write(dir.path().join("reqs.json"), "[]").unwrap();
+        evident()
+            .args(["adapt", "generic"])
+            .arg(data("peer/generic_trace.json"))
+            .arg(dir.path().join("reqs.json"))
+            .args(["--source-ref", "r"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "reqs.json: requirements must be a non-empty JSON array",
+            ));
+        // An unknown format is a usage error.
+        evident()
+            .args(["adapt", "langchain"])
+            .arg(&t)
+            .arg(data("peer/requirements.json"))
+            .args(["--source-ref", "r"])
+            .assert()
+            .code(2);
+    }
+}
+
+mod adapters {
+    use super::*;
+
+    #[test]
+    fn adapt_anthropic_prints_the_case() {
+        let out = evident()
+            .args(["adapt", "anthropic"])
+            .arg(data("traces/anthropic_email_retry.json"))
+            .arg(data("peer/requirements.json"))
+            .args(["--source-ref", "run-9", "--envelope"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json(&out.stdout);
+        assert_eq!(v["source"]["adapter"], "anthropic-messages@1");
+        assert_eq!(v["events"][1]["source_event_id"], "toolu_01B2");
+        assert_eq!(v["events"][1]["sequence"], 1);
+        assert_eq!(v["events"][0]["success"], false);
+    }
+
+    #[test]
+    fn eval_reads_trace_files_and_directories_through_an_adapter() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b.json", "a.json"] {
+            std::fs::copy(data("traces/mcp_write_file.json"), dir.path().join(name)).unwrap();
+        }
+        std::fs::write(dir.path().join("notes.txt"), "not a trace").unwrap();
+        let out = evident()
+            .args(["eval", "--jsonl", "--adapter", "mcp", "--requirements"])
+            .arg(data("traces/mcp_write_file.requirements.json"))
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<Value> = out
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(json)
+            .collect();
+        assert_eq!(lines.len(), 2, "the two *.json files, not notes.txt");
+        assert_eq!(lines[0]["status"], "FAILED");
+        assert_eq!(
+            lines[0]["failed_actions"],
+            serde_json::json!(["publish_page"])
+        );
+
+        // A trace of the wrong format stops the run and names the file.
+        let out = evident()
+            .args(["eval", "--adapter", "otel", "--requirements"])
+            .arg(data("peer/requirements.json"))
+            .arg(data("traces/anthropic_email_retry.json"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains("anthropic_email_retry.json: resourceSpans must be an array"),
+            "{err}"
+        );
+    }
+}
