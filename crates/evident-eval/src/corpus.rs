@@ -254,9 +254,9 @@ pub fn case_line(out: &mut Vec<u8>, rng: &mut Rng, i: u64) {
         evidence(out, rng, fields, plan, i);
         out.push(b'}');
     }
-    write!(
+    writeln!(
         out,
-        "],\"metadata\":{{\"model\":\"{}\",\"run\":{},\"duration_ms\":{},\"tags\":[\"bench\",\"synthetic\"]}}}}\n",
+        "],\"metadata\":{{\"model\":\"{}\",\"run\":{},\"duration_ms\":{},\"tags\":[\"bench\",\"synthetic\"]}}}}",
         rng.pick(MODELS),
         rng.range(1, 10_000),
         rng.range(100, 600_000)

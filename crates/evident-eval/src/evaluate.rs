@@ -234,7 +234,8 @@ pub fn write_result_json(buf: &mut Vec<u8>, case: &Case<'_>, out: &Outcome, pret
     buf.push(b'"');
     buf.extend_from_slice(out.status.as_str().as_bytes());
     buf.push(b'"');
-    let lists: [(&str, fn(ReqState) -> bool); 3] = [
+    type Pick = fn(ReqState) -> bool;
+    let lists: [(&str, Pick); 3] = [
         ("proven_actions", |s| s == ReqState::Proven),
         ("missing_actions", |s| {
             matches!(s, ReqState::NoEvent | ReqState::LacksEvidence)

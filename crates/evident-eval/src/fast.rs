@@ -196,11 +196,11 @@ impl<'a> Reader<'a> {
     /// Checks and skips a string without keeping it.
     fn skip_string(&mut self) -> R<()> {
         // Fast path: no escape before the closing quote.
-        if let Some(end) = find_special(self.b, self.pos + 1) {
-            if self.b[end] == b'"' {
-                self.pos = end + 1;
-                return Ok(());
-            }
+        if let Some(end) = find_special(self.b, self.pos + 1)
+            && self.b[end] == b'"'
+        {
+            self.pos = end + 1;
+            return Ok(());
         }
         self.string().map(|_| ())
     }

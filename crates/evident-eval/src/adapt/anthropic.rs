@@ -39,10 +39,8 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
                     }
                     let id = req_str(b, "id", &format!("{bpath}.id"))?;
                     let name = req_str(b, "name", &format!("{bpath}.name"))?;
-                    if let Some(input) = b.get("input") {
-                        if !input.is_object() {
-                            return err(format!("{bpath}.input must be an object"));
-                        }
+                    if b.get("input").is_some_and(|i| !i.is_object()) {
+                        return err(format!("{bpath}.input must be an object"));
                     }
                     pairing.call(id, name, &bpath)?;
                 }

@@ -50,10 +50,8 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
                     return err(format!("{path}.params must be an object"));
                 };
                 let name = req_str(params, "name", &format!("{path}.params.name"))?;
-                if let Some(a) = params.get("arguments") {
-                    if !a.is_object() {
-                        return err(format!("{path}.params.arguments must be an object"));
-                    }
+                if params.get("arguments").is_some_and(|a| !a.is_object()) {
+                    return err(format!("{path}.params.arguments must be an object"));
                 }
                 if !shown_ids.insert(shown.clone()) {
                     return err(format!(
