@@ -32,7 +32,10 @@ macro_rules! bind_params {
                 Value::Number(n) => {
                     if let Some(v) = n.as_i64() {
                         q.bind(v)
-                    } else if let Some(v) = n.as_f64().filter(|_| n.as_u64().is_none()) {
+                    } else if let Some(v) = n
+                        .as_f64()
+                        .filter(|_| n.to_string().contains(['.', 'e', 'E']))
+                    {
                         q.bind(v)
                     } else {
                         return Err(ProbeError::invalid(format!(

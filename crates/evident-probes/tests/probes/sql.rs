@@ -149,6 +149,21 @@ async fn sqlite_failures() {
     assert!(e.to_string().contains("appears twice"), "{e}");
     let e = err(run(&src(r#"{ sqlite = { path = "billing.db", query = "SELECT id FROM accounts", max_rows = 2 } }"#), &c, 10.0).await);
     assert!(matches!(e, ProbeError::Oversize { .. }), "{e}");
+    // Integers that do not fit 64 bits are refused, not rounded through a double.
+    // (JSON: TOML has no integers past 64 bits.)
+    for big in ["18446744073709551615", "99999999999999999999999"] {
+        let s: evident_probes::Source = serde_json::from_str(&format!(
+            r#"{{"sqlite": {{"path": "billing.db", "query": "SELECT ?1 AS v", "params": [{big}]}}}}"#
+        ))
+        .unwrap();
+        let e = err(run(&s, &c, 10.0).await);
+        assert!(e.to_string().contains("does not fit"), "{e}");
+    }
+    let s = src(
+        r#"{ sqlite = { path = "billing.db", query = "SELECT ?1 AS v, ?2 AS w", params = [0.25, -7] } }"#,
+    );
+    let o = ok(run(&s, &c, 10.0).await);
+    assert_eq!((o["v"].clone(), o["w"].clone()), (json!(0.25), json!(-7)));
     // A runaway query: the timeout is reported, and the statement is interrupted.
     let runaway = src(
         r#"{ sqlite = { path = "billing.db", query = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c" } }"#,
