@@ -355,9 +355,13 @@ pub async fn observe(
         None => {
             let mut parser = fin.stdout.parser.clone();
             parser.merge(&fin.stderr.parser);
-            let runner = spec
-                .runner
-                .or_else(|| summary::runner_from_argv(&spec.argv));
+            // A shell script's words stand in for argv ("pytest -q tests" → pytest).
+            let words: Vec<String> = if spec.shell {
+                spec.argv[0].split_whitespace().map(String::from).collect()
+            } else {
+                spec.argv.clone()
+            };
+            let runner = spec.runner.or_else(|| summary::runner_from_argv(&words));
             match runner {
                 Some(r) => parser.result(Some(r)),
                 None => parser.result(None),
