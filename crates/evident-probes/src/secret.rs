@@ -32,6 +32,9 @@ pub struct EnvRef {
 /// would make it unreadable, and such a value cannot be a meaningful secret.
 pub const MIN_SCRUB_LEN: usize = 4;
 
+/// Query-string values of env-held URLs shorter than this are taken as plain options.
+pub const MIN_QUERY_SECRET_LEN: usize = 8;
+
 /// The secrets one observation has touched; replaces each with `***`.
 #[derive(Debug, Default, Clone)]
 pub struct Scrubber {
@@ -59,16 +62,18 @@ impl Scrubber {
                 }
             }
             // Tokens travel in query strings too (`?api_key=...`); a server may echo
-            // them back in a redirect or an error page.
-            for (_, v) in u.query_pairs() {
-                self.add(&v);
-            }
+            // them back in a redirect or an error page. Only values of token length:
+            // `?format=json` must not blank out every "json" in the output.
+            let mut values: Vec<String> = u.query_pairs().map(|(_, v)| v.into_owned()).collect();
             if let Some(q) = u.query() {
-                for part in q.split('&') {
-                    if let Some((_, v)) = part.split_once('=') {
-                        self.add(v);
-                    }
-                }
+                values.extend(
+                    q.split('&')
+                        .filter_map(|p| p.split_once('='))
+                        .map(|(_, v)| v.to_string()),
+                );
+            }
+            for v in values.iter().filter(|v| v.len() >= MIN_QUERY_SECRET_LEN) {
+                self.add(v);
             }
         }
     }
@@ -193,6 +198,16 @@ mod tests {
         let mut s = Scrubber::default();
         s.add_url("mysql://root:p%40ssword@127.0.0.1/x");
         assert_eq!(s.scrub("bad p@ssword and p%40ssword"), "bad *** and ***");
+    }
+
+    #[test]
+    fn query_tokens_but_not_options() {
+        let mut s = Scrubber::default();
+        s.add_url("http://h/x?format=json&api_key=k3y-0123456789");
+        assert_eq!(
+            s.scrub("application/json k3y-0123456789"),
+            "application/json ***"
+        );
     }
 
     #[test]
