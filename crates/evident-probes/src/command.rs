@@ -180,8 +180,8 @@ async fn read_stream<R: AsyncRead + Unpin>(
         return Ok(s);
     };
     let mut buf = vec![0u8; 64 * 1024];
+    // Bytes past MAX_LINE of one line are hashed but not parsed.
     let mut line: Vec<u8> = Vec::new();
-    let mut line_overflow = false;
     loop {
         let n = r.read(&mut buf).await?;
         if n == 0 {
@@ -198,20 +198,18 @@ async fn read_stream<R: AsyncRead + Unpin>(
             s.truncated = true;
         }
         if parse {
-            for &b in chunk {
-                if b == b'\n' {
-                    s.parser.feed_line(&String::from_utf8_lossy(&line));
-                    line.clear();
-                    line_overflow = false;
-                } else if line.len() < MAX_LINE {
-                    line.push(b);
-                } else {
-                    line_overflow = true;
-                }
+            let mut rest = chunk;
+            while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+                let room = MAX_LINE.saturating_sub(line.len());
+                line.extend_from_slice(&rest[..i.min(room)]);
+                s.parser.feed_line(&String::from_utf8_lossy(&line));
+                line.clear();
+                rest = &rest[i + 1..];
             }
+            let room = MAX_LINE.saturating_sub(line.len());
+            line.extend_from_slice(&rest[..rest.len().min(room)]);
         }
     }
-    let _ = line_overflow;
     if parse && !line.is_empty() {
         s.parser.feed_line(&String::from_utf8_lossy(&line));
     }
