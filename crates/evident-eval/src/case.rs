@@ -11,13 +11,22 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use crate::text::{py_blank, py_strip};
 
 /// A validated case, borrowing from the input line where it can.
-#[derive(Debug, Clone)]
+///
+/// Evidence fields and evidence entries of all requirements and events live in two
+/// flat vectors (each requirement and event holds its range), so a case costs four
+/// allocations instead of one per requirement and per event.
+#[derive(Debug, Clone, Default)]
 pub struct Case<'a> {
     /// `case_id` after Python's `strip()`.
     pub case_id: Cow<'a, str>,
     pub completion_claimed: bool,
     pub requirements: Vec<Requirement<'a>>,
     pub events: Vec<Event<'a>>,
+    /// Every requirement's evidence fields, each after `strip()`.
+    pub fields: Vec<Cow<'a, str>>,
+    /// Every event's evidence: keys (exact, not stripped) and whether each value counts
+    /// as present.
+    pub evidence: Vec<(Cow<'a, str>, bool)>,
 }
 
 /// What a task needs: an action and the evidence fields its latest event must carry.
@@ -25,8 +34,8 @@ pub struct Case<'a> {
 pub struct Requirement<'a> {
     /// After `strip()`.
     pub action: Cow<'a, str>,
-    /// Each after `strip()`.
-    pub evidence_fields: Vec<Cow<'a, str>>,
+    /// This requirement's range in [`Case::fields`].
+    pub fields: (u32, u32),
 }
 
 /// One recorded event; its index in `events` is its order.
@@ -35,16 +44,39 @@ pub struct Event<'a> {
     /// After `strip()`.
     pub action: Cow<'a, str>,
     pub success: bool,
-    /// Evidence keys (exact, not stripped) and whether each value counts as present.
-    pub evidence: Vec<(Cow<'a, str>, bool)>,
+    /// This event's range in [`Case::evidence`].
+    pub evidence: (u32, u32),
 }
 
-impl Event<'_> {
-    /// Whether `field` is present with a non-empty value (the peer's `_has_evidence_value`).
+impl<'a> Case<'a> {
+    /// The evidence fields of a requirement.
     #[inline]
-    pub fn has(&self, field: &str) -> bool {
-        self.evidence.iter().any(|(k, v)| *v && k == field)
+    pub fn fields_of(&self, r: &Requirement<'_>) -> &[Cow<'a, str>] {
+        self.fields
+            .get(r.fields.0 as usize..r.fields.1 as usize)
+            .unwrap_or_default()
     }
+
+    /// The evidence entries of an event.
+    #[inline]
+    pub fn evidence_of(&self, e: &Event<'_>) -> &[(Cow<'a, str>, bool)] {
+        self.evidence
+            .get(e.evidence.0 as usize..e.evidence.1 as usize)
+            .unwrap_or_default()
+    }
+
+    /// Whether `field` is present in the event with a value that counts (the peer's
+    /// `_has_evidence_value`).
+    #[inline]
+    pub fn has(&self, e: &Event<'_>, field: &str) -> bool {
+        self.evidence_of(e).iter().any(|(k, v)| *v && k == field)
+    }
+}
+
+/// The flat vectors' indices are u32; a line is far below 4 GiB.
+#[inline]
+pub(crate) fn idx(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// The JSON kind of a value that had the wrong type, for error messages.
@@ -480,6 +512,7 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
         Some(LList::Other(k)) => return Err(format!("'events' must be a list, not {k}.")),
     };
     let mut requirements = Vec::with_capacity(reqs.len());
+    let mut all_fields = Vec::new();
     for (i, r) in reqs.into_iter().enumerate() {
         let r = match r {
             LObj::Obj(r) => r,
@@ -497,13 +530,13 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
                 "requirements[{i}]: Each requirement requires a non-empty 'action'."
             ));
         }
-        let evidence_fields = match r.evidence_fields {
-            None => Vec::new(),
+        let start = idx(all_fields.len());
+        match r.evidence_fields {
+            None => {}
             Some(LList::List(fields)) => {
-                let mut out = Vec::with_capacity(fields.len());
                 for f in fields {
                     match f {
-                        LStr::Str(s) if !py_blank(&s) => out.push(strip_cow(s)),
+                        LStr::Str(s) if !py_blank(&s) => all_fields.push(strip_cow(s)),
                         _ => {
                             return Err(format!(
                                 "requirements[{i}]: 'evidence_fields' must be a list of non-empty strings."
@@ -511,20 +544,20 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
                         }
                     }
                 }
-                out
             }
             Some(LList::Other(k)) => {
                 return Err(format!(
                     "requirements[{i}]: 'evidence_fields' must be a list of non-empty strings, not {k}."
                 ));
             }
-        };
+        }
         requirements.push(Requirement {
             action,
-            evidence_fields,
+            fields: (start, idx(all_fields.len())),
         });
     }
     let mut events = Vec::with_capacity(events_raw.len());
+    let mut all_evidence = Vec::new();
     for (i, e) in events_raw.into_iter().enumerate() {
         let e = match e {
             LObj::Obj(e) => e,
@@ -551,19 +584,20 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
                 ));
             }
         };
-        let evidence = match e.evidence {
-            None => Vec::new(),
-            Some(LEvidence::Obj(v)) => v,
+        let start = idx(all_evidence.len());
+        match e.evidence {
+            None => {}
+            Some(LEvidence::Obj(v)) => all_evidence.extend(v),
             Some(LEvidence::Other(k)) => {
                 return Err(format!(
                     "events[{i}]: 'evidence' must be an object, not {k}."
                 ));
             }
-        };
+        }
         events.push(Event {
             action,
             success,
-            evidence,
+            evidence: (start, idx(all_evidence.len())),
         });
     }
     Ok(Case {
@@ -571,6 +605,8 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
         completion_claimed,
         requirements,
         events,
+        fields: all_fields,
+        evidence: all_evidence,
     })
 }
 
@@ -598,8 +634,8 @@ mod tests {
         .unwrap();
         assert_eq!(c.case_id, "a");
         assert_eq!(c.requirements[0].action, "send");
-        assert_eq!(c.requirements[0].evidence_fields[0], "id");
-        let ev = &c.events[0].evidence;
+        assert_eq!(c.fields_of(&c.requirements[0])[0], "id");
+        let ev = c.evidence_of(&c.events[0]);
         assert_eq!(
             ev.iter().map(|(k, v)| (k.as_ref(), *v)).collect::<Vec<_>>(),
             vec![
@@ -674,6 +710,6 @@ mod tests {
         let b = parse_case_serde_json(line).unwrap();
         assert_eq!(a.case_id, b.case_id);
         assert_eq!(a.case_id, "aé");
-        assert_eq!(a.events[0].evidence, b.events[0].evidence);
+        assert_eq!(a.evidence_of(&a.events[0]), b.evidence_of(&b.events[0]));
     }
 }

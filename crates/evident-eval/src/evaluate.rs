@@ -66,8 +66,8 @@ pub struct Outcome {
     pub regressed: bool,
 }
 
-fn proves(req: &Requirement<'_>, ev: &Event<'_>) -> bool {
-    ev.success && req.evidence_fields.iter().all(|f| ev.has(f))
+fn proves(case: &Case<'_>, req: &Requirement<'_>, ev: &Event<'_>) -> bool {
+    ev.success && case.fields_of(req).iter().all(|f| case.has(ev, f))
 }
 
 /// Evaluates one case (steps 1–4 of the semantics, plus the trace counts).
@@ -83,7 +83,7 @@ pub fn evaluate(case: &Case<'_>) -> Outcome {
                 let ev = &case.events[i];
                 if !ev.success {
                     ReqState::Failed
-                } else if proves(req, ev) {
+                } else if proves(case, req, ev) {
                     ReqState::Proven
                 } else {
                     ReqState::LacksEvidence
@@ -98,7 +98,7 @@ pub fn evaluate(case: &Case<'_>) -> Outcome {
                     recovered = earlier().any(|e| !e.success);
                 }
                 ReqState::Failed if !regressed => {
-                    regressed = earlier().any(|e| proves(req, e));
+                    regressed = earlier().any(|e| proves(case, req, e));
                 }
                 _ => {}
             }
@@ -155,8 +155,8 @@ pub fn for_each_reason(case: &Case<'_>, out: &Outcome, mut f: impl FnMut(&str)) 
                 buf.push_str("' succeeded but lacks required evidence: ");
                 let ev = latest.map(|i| &case.events[i]);
                 let mut first = true;
-                for field in &req.evidence_fields {
-                    if ev.is_some_and(|e| e.has(field)) {
+                for field in case.fields_of(req) {
+                    if ev.is_some_and(|e| case.has(e, field)) {
                         continue;
                     }
                     if !first {

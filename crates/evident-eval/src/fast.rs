@@ -193,16 +193,16 @@ impl<'a> Reader<'a> {
         Ok(v)
     }
 
-    /// Checks and skips a string without keeping it.
-    fn skip_string(&mut self) -> R<()> {
+    /// Checks and skips a string without keeping it; returns whether it had an escape.
+    fn skip_string(&mut self) -> R<bool> {
         // Fast path: no escape before the closing quote.
         if let Some(end) = find_special(self.b, self.pos + 1)
             && self.b[end] == b'"'
         {
             self.pos = end + 1;
-            return Ok(());
+            return Ok(false);
         }
-        self.string().map(|_| ())
+        self.string().map(|_| true)
     }
 
     fn number(&mut self) -> R<()> {
@@ -268,9 +268,9 @@ impl<'a> Reader<'a> {
         match self.peek() {
             Some(b'"') => {
                 let start = self.pos + 1;
-                self.skip_string()?;
+                let escaped = self.skip_string()?;
                 let raw = self.s.get(start..self.pos - 1).unwrap_or_default();
-                let present = if raw.contains('\\') {
+                let present = if escaped {
                     // Re-read escaped strings to strip what they decode to.
                     let mut again = Reader {
                         s: self.s,
