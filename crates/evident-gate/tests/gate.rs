@@ -854,6 +854,11 @@ fn contract_errors_name_the_path() {
         assert_eq!(e.path, path, "{e}");
         assert!(e.to_string().starts_with("c.toml"), "{e}");
     }
+    // What the probe can tell without I/O is refused at parse time, too.
+    let inline_password = "[policy]\n[[check]]\nid = \"h\"\ncheck_type = \"endpoint_health\"\ncovers = { kind = \"deploy\" }\nsource = { http = { url = \"http://u:pw@example.com/\" } }\nexpected = { status = 200, body_contains = \"x\" }\n";
+    let e = Contract::parse(inline_password.as_bytes(), "c.toml").unwrap_err();
+    assert_eq!(e.path, "check[0].source", "{e}");
+    assert!(!e.to_string().contains(":pw@"), "{e}");
     let dup = "[policy]\n[[check]]\nid = \"a\"\ncheck_type = \"test_run\"\ncovers = { kind = \"x\" }\nsource = { command = { argv = [\"true\"] } }\n[[check]]\nid = \"a\"\ncheck_type = \"test_run\"\ncovers = { kind = \"x\" }\nsource = { command = { argv = [\"true\"] } }\n";
     assert_eq!(
         Contract::parse(dup.as_bytes(), "c.toml").unwrap_err().path,

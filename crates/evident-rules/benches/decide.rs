@@ -25,8 +25,9 @@ fn large() -> Vec<u8> {
     let evidence: Vec<Value> = (0..1000)
         .map(|j| {
             let kind = if j % 10 == 9 { "self_attested" } else { "independent" };
+            let check_type = ["state_readback", "test_run", "endpoint_health"][j % 3];
             json!({
-                "check_type": ["state_readback", "test_run", "endpoint_health"][j % 3],
+                "check_type": check_type,
                 "target": format!("accounts/{}", j % 100),
                 "expected": {"billing_zip": "94107", "nested": {"a": [1, 2, 3], "b": 1.50}},
                 "observed_value": {"billing_zip": "94107", "nested": {"a": [1, 2, 3], "b": 15e-1, "c": true}, "extra": "x"},
