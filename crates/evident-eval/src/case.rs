@@ -432,7 +432,7 @@ lobj_impl!(RawCase);
 
 /// Parses one line of case JSONL. Errors are messages without the `PATH:LINE: ` prefix.
 pub fn parse_case(line: &[u8]) -> Result<Case<'_>, String> {
-    validate(crate::fast::read_case(line)?)
+    crate::fast::read_case(line)
 }
 
 /// Parses with sonic-rs through the serde visitors; same result, used to cross-check
@@ -459,7 +459,10 @@ fn sonic_message(e: &sonic_rs::Error) -> String {
 
 /// A non-string where the peer would call `str()`: evident rejects it rather than
 /// turning `null` into the text "None".
-fn string_field<'a>(v: Option<LStr<'a>>, what: &str) -> Result<Option<Cow<'a, str>>, String> {
+pub(crate) fn string_field<'a>(
+    v: Option<LStr<'a>>,
+    what: &str,
+) -> Result<Option<Cow<'a, str>>, String> {
     match v {
         None => Ok(None),
         Some(LStr::Str(s)) => Ok(Some(strip_cow(s))),
@@ -467,7 +470,7 @@ fn string_field<'a>(v: Option<LStr<'a>>, what: &str) -> Result<Option<Cow<'a, st
     }
 }
 
-fn strip_cow(s: Cow<'_, str>) -> Cow<'_, str> {
+pub(crate) fn strip_cow(s: Cow<'_, str>) -> Cow<'_, str> {
     match s {
         Cow::Borrowed(b) => Cow::Borrowed(py_strip(b)),
         Cow::Owned(o) => {

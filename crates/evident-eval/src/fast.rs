@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use crate::case::{Kind, LBool, LEvidence, LList, LObj, LStr, RawCase, RawEvent, RawRequirement};
+use crate::case::{Case, Event, Kind, LBool, LStr, Requirement, idx, string_field, strip_cow};
 use crate::text::py_blank;
 
 /// Deep enough for any real trace, shallow enough that recursion cannot overflow.
@@ -394,136 +394,312 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> R<T>) -> R<LList<T>> {
-        if self.peek() != Some(b'[') {
-            return Ok(LList::Other(self.skip_value(1)?.0));
+    /// Reads `requirements[i]` straight into the case; the first problem is kept in
+    /// `b.req_err` (reported after the case-level checks, in the peer's order).
+    fn requirement(&mut self, i: usize, b: &mut Builder<'a>) -> R<()> {
+        if self.peek() != Some(b'{') {
+            self.skip_value(2)?;
+            b.req_err.get_or_insert_with(|| {
+                format!("requirements[{i}]: Each requirement must be an object.")
+            });
+            return Ok(());
         }
-        let mut v = Vec::with_capacity(8);
-        self.array(|r| {
-            v.push(item(r)?);
+        let start = b.case.fields.len();
+        let mut action: Option<LStr<'a>> = None;
+        // None: absent; Some(None): a good list; Some(Some(msg)): its problem.
+        let mut fields: Option<Option<String>> = None;
+        self.object(|r, k| {
+            match &*k {
+                "action" => {
+                    if action.is_some() {
+                        b.dup.get_or_insert("action");
+                    }
+                    action = Some(r.lstr()?);
+                }
+                "evidence_fields" => {
+                    if fields.is_some() {
+                        b.dup.get_or_insert("evidence_fields");
+                        b.case.fields.truncate(start);
+                    }
+                    if r.peek() != Some(b'[') {
+                        let k = r.skip_value(2)?.0;
+                        fields = Some(Some(format!(
+                            "requirements[{i}]: 'evidence_fields' must be a list of non-empty strings, not {k}."
+                        )));
+                    } else {
+                        let mut bad = false;
+                        r.array(|r| {
+                            match r.lstr()? {
+                                LStr::Str(s) if !bad && !py_blank(&s) => b.case.fields.push(strip_cow(s)),
+                                _ => bad = true,
+                            }
+                            Ok(())
+                        })?;
+                        fields = Some(bad.then(|| {
+                            format!("requirements[{i}]: 'evidence_fields' must be a list of non-empty strings.")
+                        }));
+                    }
+                }
+                _ => {
+                    r.skip_value(2)?;
+                }
+            }
             Ok(())
         })?;
-        Ok(LList::List(v))
+        if b.req_err.is_some() {
+            b.case.fields.truncate(start);
+            return Ok(());
+        }
+        let action = match string_field(action, "'action'") {
+            Ok(Some(a)) if !a.is_empty() => a,
+            Ok(_) => {
+                b.req_err = Some(format!(
+                    "requirements[{i}]: Each requirement requires a non-empty 'action'."
+                ));
+                return Ok(());
+            }
+            Err(m) => {
+                b.req_err = Some(format!("requirements[{i}]: {m}"));
+                return Ok(());
+            }
+        };
+        if let Some(Some(m)) = fields {
+            b.req_err = Some(m);
+            return Ok(());
+        }
+        b.case.requirements.push(Requirement {
+            action,
+            fields: (idx(start), idx(b.case.fields.len())),
+        });
+        Ok(())
     }
 
-    fn evidence(&mut self) -> R<LEvidence<'a>> {
+    /// Reads `events[i]` straight into the case; the first problem goes to `b.ev_err`.
+    fn event(&mut self, i: usize, b: &mut Builder<'a>) -> R<()> {
         if self.peek() != Some(b'{') {
-            return Ok(LEvidence::Other(self.skip_value(1)?.0));
+            self.skip_value(2)?;
+            b.ev_err
+                .get_or_insert_with(|| format!("events[{i}]: Each event must be an object."));
+            return Ok(());
         }
-        let mut v: Vec<(Cow<'a, str>, bool)> = Vec::with_capacity(8);
-        let mut dup: Option<String> = None;
+        let start = b.case.evidence.len();
+        let mut action: Option<LStr<'a>> = None;
+        let mut success: Option<LBool> = None;
+        let mut evidence_bad: Option<Kind> = None;
+        let mut evidence_seen = false;
+        let mut dup_key: Option<String> = None;
         self.object(|r, k| {
-            let (_, present) = r.skip_value(3)?;
-            if dup.is_none() && v.iter().any(|(seen, _)| *seen == k) {
-                dup = Some(k.to_string());
+            match &*k {
+                "action" => {
+                    if action.is_some() {
+                        b.dup.get_or_insert("action");
+                    }
+                    action = Some(r.lstr()?);
+                }
+                "success" => {
+                    if success.is_some() {
+                        b.dup.get_or_insert("success");
+                    }
+                    success = Some(r.lbool()?);
+                }
+                "evidence" => {
+                    if evidence_seen {
+                        b.dup.get_or_insert("evidence");
+                        b.case.evidence.truncate(start);
+                    }
+                    evidence_seen = true;
+                    if r.peek() != Some(b'{') {
+                        evidence_bad = Some(r.skip_value(2)?.0);
+                    } else {
+                        r.object(|r, key| {
+                            let (_, present) = r.skip_value(3)?;
+                            if dup_key.is_none()
+                                && b.case.evidence[start..]
+                                    .iter()
+                                    .any(|(seen, _)| *seen == key)
+                            {
+                                dup_key = Some(key.to_string());
+                            }
+                            b.case.evidence.push((key, present));
+                            Ok(())
+                        })?;
+                    }
+                }
+                _ => {
+                    r.skip_value(2)?;
+                }
             }
-            v.push((k, present));
             Ok(())
         })?;
-        if let Some(k) = dup {
+        if let Some(k) = dup_key {
             return Err(format!("duplicate key '{k}' in 'evidence'"));
         }
-        Ok(LEvidence::Obj(v))
+        if b.ev_err.is_some() {
+            b.case.evidence.truncate(start);
+            return Ok(());
+        }
+        let problem = match string_field(action, "'action'") {
+            Ok(Some(a)) if !a.is_empty() => match success {
+                Some(LBool::Bool(ok)) => match evidence_bad {
+                    None => {
+                        let ev = (idx(start), idx(b.case.evidence.len()));
+                        b.case.events.push(Event {
+                            action: a,
+                            success: ok,
+                            evidence: ev,
+                        });
+                        return Ok(());
+                    }
+                    Some(k) => format!("events[{i}]: 'evidence' must be an object, not {k}."),
+                },
+                Some(LBool::Other(k)) => {
+                    format!("events[{i}]: Each event requires boolean 'success', not {k}.")
+                }
+                None => format!("events[{i}]: Each event requires boolean 'success'."),
+            },
+            Ok(_) => format!("events[{i}]: Each event requires a non-empty 'action'."),
+            Err(m) => format!("events[{i}]: {m}"),
+        };
+        b.ev_err = Some(problem);
+        Ok(())
     }
 
-    fn requirement(&mut self) -> R<LObj<RawRequirement<'a>>> {
-        if self.peek() != Some(b'{') {
-            return Ok(LObj::Other(self.skip_value(2)?.0));
+    /// Reads a list member (`requirements` or `events`) element by element.
+    fn list_into(&mut self, b: &mut Builder<'a>, which: List) -> R<Seen> {
+        if self.peek() != Some(b'[') {
+            return Ok(Seen::Other(self.skip_value(1)?.0));
         }
-        let mut out = RawRequirement::default();
-        let mut dup = None;
-        self.object(|r, k| {
-            match &*k {
-                "action" => set(&mut out.action, r.lstr()?, "action", &mut dup),
-                "evidence_fields" => set(
-                    &mut out.evidence_fields,
-                    r.list(|r| r.lstr())?,
-                    "evidence_fields",
-                    &mut dup,
-                ),
-                _ => {
-                    r.skip_value(2)?;
-                }
+        let mut n = 0usize;
+        self.array(|r| {
+            match which {
+                List::Requirements => r.requirement(n, b)?,
+                List::Events => r.event(n, b)?,
             }
+            n += 1;
             Ok(())
         })?;
-        dup_err(dup)?;
-        Ok(LObj::Obj(out))
+        Ok(Seen::Array(n))
     }
 
-    fn event(&mut self) -> R<LObj<RawEvent<'a>>> {
+    fn case(&mut self) -> R<Case<'a>> {
         if self.peek() != Some(b'{') {
-            return Ok(LObj::Other(self.skip_value(2)?.0));
-        }
-        let mut out = RawEvent::default();
-        let mut dup = None;
-        self.object(|r, k| {
-            match &*k {
-                "action" => set(&mut out.action, r.lstr()?, "action", &mut dup),
-                "success" => set(&mut out.success, r.lbool()?, "success", &mut dup),
-                "evidence" => set(&mut out.evidence, r.evidence()?, "evidence", &mut dup),
-                _ => {
-                    r.skip_value(2)?;
-                }
+            let k = self.skip_value(0)?.0;
+            if self.peek().is_some() {
+                return self.err("trailing characters");
             }
-            Ok(())
-        })?;
-        dup_err(dup)?;
-        Ok(LObj::Obj(out))
-    }
-
-    fn case(&mut self) -> R<LObj<RawCase<'a>>> {
-        if self.peek() != Some(b'{') {
-            return Ok(LObj::Other(self.skip_value(0)?.0));
+            return Err(format!("Each case must be an object, not {k}."));
         }
-        let mut out = RawCase::default();
-        let mut dup = None;
+        let mut b = Builder {
+            case: Case::default(),
+            req_err: None,
+            ev_err: None,
+            dup: None,
+        };
+        b.case.requirements.reserve(6);
+        b.case.events.reserve(8);
+        b.case.fields.reserve(16);
+        b.case.evidence.reserve(32);
+        let (mut case_id, mut task, mut claimed) = (None, None, None);
+        let (mut reqs, mut events) = (Seen::Missing, Seen::Missing);
         self.object(|r, k| {
             match &*k {
-                "case_id" => set(&mut out.case_id, r.lstr()?, "case_id", &mut dup),
-                "task" => set(&mut out.task, r.lstr()?, "task", &mut dup),
-                "completion_claimed" => set(
-                    &mut out.completion_claimed,
-                    r.lbool()?,
-                    "completion_claimed",
-                    &mut dup,
-                ),
-                "requirements" => set(
-                    &mut out.requirements,
-                    r.list(|r| r.requirement())?,
-                    "requirements",
-                    &mut dup,
-                ),
-                "events" => set(&mut out.events, r.list(|r| r.event())?, "events", &mut dup),
+                "case_id" => {
+                    if case_id.is_some() {
+                        b.dup.get_or_insert("case_id");
+                    }
+                    case_id = Some(r.lstr()?);
+                }
+                "task" => {
+                    if task.is_some() {
+                        b.dup.get_or_insert("task");
+                    }
+                    task = Some(r.lstr()?);
+                }
+                "completion_claimed" => {
+                    if claimed.is_some() {
+                        b.dup.get_or_insert("completion_claimed");
+                    }
+                    claimed = Some(r.lbool()?);
+                }
+                "requirements" => {
+                    if !matches!(reqs, Seen::Missing) {
+                        b.dup.get_or_insert("requirements");
+                    }
+                    reqs = r.list_into(&mut b, List::Requirements)?;
+                }
+                "events" => {
+                    if !matches!(events, Seen::Missing) {
+                        b.dup.get_or_insert("events");
+                    }
+                    events = r.list_into(&mut b, List::Events)?;
+                }
                 _ => {
                     r.skip_value(1)?;
                 }
             }
             Ok(())
         })?;
-        dup_err(dup)?;
-        Ok(LObj::Obj(out))
+        if self.peek().is_some() {
+            return self.err("trailing characters");
+        }
+        if let Some(k) = b.dup {
+            return Err(format!("duplicate key '{k}'"));
+        }
+        // The peer's checks, in its order.
+        let case_id = string_field(case_id, "'case_id'")?.unwrap_or_default();
+        let task = string_field(task, "'task'")?.unwrap_or_default();
+        if case_id.is_empty() || task.is_empty() {
+            return Err("A case requires non-empty 'case_id' and 'task'.".into());
+        }
+        b.case.completion_claimed = match claimed {
+            Some(LBool::Bool(v)) => v,
+            Some(LBool::Other(k)) => {
+                return Err(format!("'completion_claimed' must be boolean, not {k}."));
+            }
+            None => return Err("'completion_claimed' must be boolean (it is missing).".into()),
+        };
+        match reqs {
+            Seen::Array(n) if n > 0 => {}
+            Seen::Other(k) => {
+                return Err(format!("'requirements' must be a non-empty list, not {k}."));
+            }
+            _ => return Err("'requirements' must be a non-empty list.".into()),
+        }
+        if let Seen::Other(k) = events {
+            return Err(format!("'events' must be a list, not {k}."));
+        }
+        if let Some(m) = b.req_err.take().or(b.ev_err.take()) {
+            return Err(m);
+        }
+        b.case.case_id = case_id;
+        Ok(b.case)
     }
 }
 
-/// Stores a known member; a second occurrence is remembered as a duplicate (reported
-/// once the line is known to be valid JSON, like the serde path).
-fn set<T>(slot: &mut Option<T>, v: T, key: &'static str, dup: &mut Option<&'static str>) {
-    if slot.is_some() {
-        dup.get_or_insert(key);
-    }
-    *slot = Some(v);
+#[derive(Clone, Copy)]
+enum List {
+    Requirements,
+    Events,
 }
 
-fn dup_err(dup: Option<&'static str>) -> R<()> {
-    match dup {
-        Some(k) => Err(format!("duplicate key '{k}'")),
-        None => Ok(()),
-    }
+/// What a list member turned out to be.
+enum Seen {
+    Missing,
+    Other(Kind),
+    Array(usize),
 }
 
-/// Reads one case line into the lenient form that [`crate::case`] validates.
-pub(crate) fn read_case(line: &[u8]) -> R<LObj<RawCase<'_>>> {
+/// The case being built, with the first problem of each list kept for later.
+struct Builder<'a> {
+    case: Case<'a>,
+    req_err: Option<String>,
+    ev_err: Option<String>,
+    dup: Option<&'static str>,
+}
+
+/// Reads and validates one case line (the same answers and messages as
+/// [`crate::case::validate`] over the serde path).
+pub(crate) fn read_case(line: &[u8]) -> R<Case<'_>> {
     let s = match std::str::from_utf8(line) {
         Ok(s) => s,
         Err(e) => {
@@ -534,9 +710,5 @@ pub(crate) fn read_case(line: &[u8]) -> R<LObj<RawCase<'_>>> {
         }
     };
     let mut r = Reader { s, b: line, pos: 0 };
-    let case = r.case()?;
-    if r.peek().is_some() {
-        return r.err("trailing characters");
-    }
-    Ok(case)
+    r.case()
 }
