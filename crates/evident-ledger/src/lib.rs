@@ -498,27 +498,53 @@ impl Ledger {
 
     /// [`Ledger::verify`]; `deep` also checks that every body is in canonical form.
     pub fn verify_with(&self, deep: bool) -> Result<VerifyReport> {
-        let mut checker = ChainChecker::new(deep);
-        let mut after: i64 = 0;
-        loop {
-            let rows =
-                self.with_conn("cannot read", move |c| Box::pin(c.rows_after(after, 5000)))?;
-            let Some(last) = rows.last() else { break };
-            after = last.id;
-            for row in &rows {
-                if let Err(b) = checker.check(row) {
-                    return Ok(VerifyReport {
-                        records: checker.checked,
-                        head: checker.head().map(|(i, h)| (i, h.to_string())),
-                        broken: Some(b),
-                    });
+        // Fetching and checking overlap: this thread reads batches from the store while
+        // a helper thread hashes and links the previous batch.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Row>>(2);
+        std::thread::scope(|s| {
+            let checker = s.spawn(move || {
+                let mut checker = ChainChecker::new(deep);
+                let mut broken = None;
+                'batches: for batch in rx {
+                    for row in &batch {
+                        if let Err(b) = checker.check(row) {
+                            broken = Some(b);
+                            break 'batches;
+                        }
+                    }
+                }
+                VerifyReport {
+                    records: checker.checked,
+                    head: checker.head().map(|(i, h)| (i, h.to_string())),
+                    broken,
+                }
+            });
+            let mut after: i64 = 0;
+            let mut failed = None;
+            loop {
+                match self.with_conn("cannot read", move |c| Box::pin(c.rows_after(after, 2000))) {
+                    Ok(rows) => {
+                        let Some(last) = rows.last() else { break };
+                        after = last.id;
+                        if tx.send(rows).is_err() {
+                            break; // the checker stopped at a broken record
+                        }
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
                 }
             }
-        }
-        Ok(VerifyReport {
-            records: checker.checked,
-            head: checker.head().map(|(i, h)| (i, h.to_string())),
-            broken: None,
+            drop(tx);
+            let report = match checker.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            match failed {
+                Some(e) if report.broken.is_none() => Err(e),
+                _ => Ok(report),
+            }
         })
     }
 

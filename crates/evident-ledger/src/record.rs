@@ -152,6 +152,10 @@ pub(crate) struct Prepared {
     verdict: Value,
     claim_digest: String,
     contract_digest: Option<String>,
+    /// Canonical JSON of the three documents, computed once outside the write lock.
+    claim_text: String,
+    contract_text: Option<String>,
+    verdict_text: String,
 }
 
 impl Prepared {
@@ -159,17 +163,21 @@ impl Prepared {
         let claim = redact_value(&entry.claim);
         let contract = entry.contract.as_ref().map(redact_value);
         let verdict = redact_value(&entry.verdict);
-        let claim_digest = digest(&canonical_json(&claim));
-        let contract_digest = contract.as_ref().map(|c| digest(&canonical_json(c)));
+        let claim_text = canonical_json(&claim);
+        let contract_text = contract.as_ref().map(canonical_json);
+        let verdict_text = canonical_json(&verdict);
         Prepared {
             kind: redact_text(&entry.kind),
             task_id: entry.task_id.as_deref().map(redact_text),
             state: redact_text(&entry.state),
+            claim_digest: digest(&claim_text),
+            contract_digest: contract_text.as_deref().map(digest),
             claim,
             contract,
             verdict,
-            claim_digest,
-            contract_digest,
+            claim_text,
+            contract_text,
+            verdict_text,
         }
     }
 
@@ -184,9 +192,11 @@ impl Prepared {
             Some((id, hash)) => (id + 1, hash.to_string()),
             None => (1, GENESIS.to_string()),
         };
-        let mut record = Record {
+        let time = format_time(now);
+        let body = self.body(id, &time, &prev_hash);
+        let record = Record {
             id,
-            time: format_time(now),
+            time,
             kind: self.kind.clone(),
             task_id: self.task_id.clone(),
             state: self.state.clone(),
@@ -196,11 +206,48 @@ impl Prepared {
             contract: self.contract.clone(),
             verdict: self.verdict.clone(),
             prev_hash,
-            hash: String::new(),
+            hash: hash_body(&body),
         };
-        let body = canonical_json(&body_value(&record));
-        record.hash = hash_body(&body);
         (record, body)
+    }
+
+    /// The canonical JSON of the record body, assembled from the precomputed parts in
+    /// RFC 8785 key order (equal to `canonical_json(body_value(..))`; tested).
+    fn body(&self, id: u64, time: &str, prev_hash: &str) -> String {
+        let s = |t: &str| canonical_json(&Value::String(t.to_string()));
+        let opt = |t: Option<&str>| t.map_or_else(|| "null".to_string(), s);
+        let mut b = String::with_capacity(
+            self.claim_text.len()
+                + self.contract_text.as_ref().map_or(4, String::len)
+                + self.verdict_text.len()
+                + 400,
+        );
+        b.push_str("{\"claim\":");
+        b.push_str(&self.claim_text);
+        b.push_str(",\"claim_digest\":");
+        b.push_str(&s(&self.claim_digest));
+        b.push_str(",\"contract\":");
+        b.push_str(self.contract_text.as_deref().unwrap_or("null"));
+        b.push_str(",\"contract_digest\":");
+        b.push_str(&opt(self.contract_digest.as_deref()));
+        b.push_str(",\"id\":");
+        b.push_str(&id.to_string());
+        b.push_str(",\"kind\":");
+        b.push_str(&s(&self.kind));
+        b.push_str(",\"prev_hash\":");
+        b.push_str(&s(prev_hash));
+        b.push_str(",\"state\":");
+        b.push_str(&s(&self.state));
+        b.push_str(",\"task_id\":");
+        b.push_str(&opt(self.task_id.as_deref()));
+        b.push_str(",\"time\":");
+        b.push_str(&s(time));
+        b.push_str(",\"v\":");
+        b.push_str(&VERSION.to_string());
+        b.push_str(",\"verdict\":");
+        b.push_str(&self.verdict_text);
+        b.push('}');
+        b
     }
 }
 
@@ -435,6 +482,21 @@ mod tests {
             c.check(r)?;
         }
         Ok(c.checked)
+    }
+
+    #[test]
+    fn the_assembled_body_is_the_canonical_json_of_the_record() {
+        for contract in [None, Some(json!({"b": 1, "a": "\u{1}x\"y"}))] {
+            let mut e = entry(1);
+            e.contract = contract;
+            e.task_id = None;
+            e.kind = "gate \"quoted\"".into();
+            let p = Prepared::new(e);
+            let (rec, body) = p.chain(Some((41, "ab")), OffsetDateTime::now_utc());
+            assert_eq!(body, canonical_json(&body_value(&rec)));
+            assert_eq!(rec.hash, hash_body(&body));
+            assert_eq!(rec.id, 42);
+        }
     }
 
     #[test]

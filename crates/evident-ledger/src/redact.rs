@@ -34,12 +34,23 @@ const SECRET_WORDS: &[&str] = &[
 
 /// Does this object key name a secret?
 pub fn is_secret_key(key: &str) -> bool {
-    let lower = key.to_ascii_lowercase();
-    // "tokens_used"/"max_tokens" are counts, not secrets.
-    if lower.contains("tokens") && !lower.contains("secret") && !lower.contains("password") {
+    let k = key.as_bytes();
+    if k.len() < 5 {
         return false;
     }
-    SECRET_WORDS.iter().any(|w| lower.contains(w))
+    let has = |w: &str| contains_ignore_ascii_case(k, w.as_bytes());
+    // "tokens_used"/"max_tokens" are counts, not secrets.
+    if has("tokens") && !has("secret") && !has("password") {
+        return false;
+    }
+    SECRET_WORDS.iter().any(|w| has(w))
+}
+
+fn contains_ignore_ascii_case(hay: &[u8], needle: &[u8]) -> bool {
+    hay.len() >= needle.len()
+        && hay
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// A copy of `value` with secrets replaced by [`REDACTED`].
@@ -73,11 +84,13 @@ fn is_empty_value(v: &Value) -> bool {
 
 /// Redact URL passwords and `Bearer`/`Basic` tokens inside free text.
 pub fn redact_text(s: &str) -> String {
-    let s = if s.contains("://") {
-        redact_urls(s)
-    } else {
-        s.to_string()
-    };
+    // Fast path: most strings hold neither a URL with credentials nor an auth scheme.
+    let url = s.contains("://") && s.contains('@');
+    let scheme = s.contains("earer ") || s.contains("asic ") || s.contains("oken ");
+    if !url && !scheme {
+        return s.to_string();
+    }
+    let s = if url { redact_urls(s) } else { s.to_string() };
     redact_auth_schemes(&s)
 }
 
