@@ -204,13 +204,20 @@ pub fn run(
         let read_result = reader
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("reader thread panicked")));
-        let (summary, hashes) = result?;
-        read_result.map_err(io_err)?;
+        let (summary, hashes, collected) = result?;
+        let sent = read_result.map_err(io_err)?;
+        if sent != collected {
+            // Only if a worker thread died: never report a truncated run as complete.
+            return Err(io_err(io::Error::other(format!(
+                "internal error: {collected} of {sent} chunks were evaluated"
+            ))));
+        }
         finish(summary, hashes, out, opts, &hasher, rescan)
     })
 }
 
-type Collected = (Summary, Vec<u64>);
+/// The totals, the case-id hashes, and how many chunks were written.
+type Collected = (Summary, Vec<u64>, u64);
 
 fn collect(
     done_rx: Receiver<Done>,
@@ -301,7 +308,7 @@ fn collect(
             let _ = out.flush();
             Err(e)
         }
-        None => Ok((summary, hashes)),
+        None => Ok((summary, hashes, next)),
     }
 }
 
@@ -409,13 +416,13 @@ fn read_chunks(
     token_rx: Receiver<()>,
     recycle_rx: Receiver<Vec<u8>>,
     stop: &AtomicBool,
-) -> io::Result<()> {
+) -> io::Result<u64> {
     let mut carry: Vec<u8> = Vec::new();
     let mut idx = 0u64;
     let mut eof = false;
     while !eof {
         if token_rx.recv().is_err() || stop.load(Ordering::Relaxed) {
-            return Ok(());
+            return Ok(idx);
         }
         let mut buf = recycle_rx
             .try_recv()
@@ -423,8 +430,14 @@ fn read_chunks(
         buf.clear();
         buf.extend_from_slice(&carry);
         carry.clear();
+        // Bytes already searched for a newline (a line longer than a chunk grows the
+        // buffer geometrically and is searched once).
+        let mut searched = 0usize;
         loop {
-            let want = chunk_bytes.saturating_sub(buf.len()).max(4096) as u64;
+            let want = chunk_bytes
+                .saturating_sub(buf.len())
+                .max(buf.len() / 2)
+                .max(4096) as u64;
             let got = read_up_to(input, &mut buf, want)?;
             if got == 0 {
                 eof = true;
@@ -433,22 +446,24 @@ fn read_chunks(
             if buf.len() < chunk_bytes {
                 continue;
             }
-            // Cut after the last full line; a line longer than a chunk grows the buffer.
-            if let Some(pos) = memchr::memrchr(b'\n', &buf) {
+            // Cut after the last full line.
+            if let Some(pos) = memchr::memrchr(b'\n', &buf[searched..]) {
+                let pos = searched + pos;
                 carry.extend_from_slice(&buf[pos + 1..]);
                 buf.truncate(pos + 1);
                 break;
             }
+            searched = buf.len();
         }
         if buf.is_empty() {
-            return Ok(());
+            return Ok(idx);
         }
         if work_tx.send(Chunk { idx, data: buf }).is_err() {
-            return Ok(());
+            return Ok(idx);
         }
         idx += 1;
     }
-    Ok(())
+    Ok(idx)
 }
 
 fn read_up_to(input: &mut (dyn Read + Send), buf: &mut Vec<u8>, want: u64) -> io::Result<usize> {
@@ -633,6 +648,17 @@ mod tests {
             "d.jsonl:3: duplicate case_id 'c' (first on line 1); case ids must be unique with --metrics"
         );
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_line_longer_than_a_chunk_is_read_whole() {
+        let long = GOOD.replace("\"t\"", &format!("\"{}\"", "x".repeat(200_000)));
+        let input = format!("{GOOD}\n{long}\n{GOOD}");
+        let mut opts = Options::new(Mode::Jsonl, "long");
+        opts.chunk_bytes = 1024;
+        let (res, out) = run_str(&input, &opts);
+        assert_eq!(res.unwrap().cases, 3);
+        assert_eq!(out.lines().count(), 3);
     }
 
     #[test]
