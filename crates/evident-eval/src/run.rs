@@ -72,8 +72,8 @@ fn eval_traces(
     reqs_path: &Path,
     out: &mut dyn Write,
 ) -> Result<u8, String> {
-    if req.inputs.is_empty() {
-        return Err("give trace files or directories to read with --adapter".into());
+    if req.inputs.is_empty() || req.inputs.iter().any(|p| p.as_os_str() == "-") {
+        return Err("give trace files or directories to read with --adapter (standard input holds case JSONL only)".into());
     }
     let reqs = read_requirements(reqs_path)?;
     let files = list_traces(&req.inputs)?;
