@@ -139,6 +139,25 @@ mod errors {
     }
 
     #[test]
+    fn a_stopped_json_run_never_parses_as_complete() {
+        let input = format!("{GOOD}\n{{\"case_id\": 1}}\n");
+        let out = evident()
+            .args(["eval", "--json", "-"])
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            out.stdout.starts_with(b"[\n  {"),
+            "the first result was streamed"
+        );
+        assert!(
+            serde_json::from_slice::<Value>(&out.stdout).is_err(),
+            "the array is left open"
+        );
+    }
+
+    #[test]
     fn keep_going_reports_every_bad_line_and_evaluates_the_rest() {
         let input = format!("{GOOD}\nnot json\n{}\n[1]\n", GOOD.replace("c1", "c2"));
         let out = evident()
