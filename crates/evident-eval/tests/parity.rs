@@ -623,3 +623,54 @@ mod json_reader {
         }
     }
 }
+
+mod adapters_never_panic {
+    use super::*;
+    use evident_eval::corpus::Rng;
+
+    /// Mutated fixtures must be adapted or rejected, never crash the process.
+    #[test]
+    fn mutated_traces_are_adapted_or_rejected() {
+        let fixtures = [
+            (Format::Generic, "peer/generic_trace.json"),
+            (Format::OpenAi, "peer/openai_tool_trace.json"),
+            (Format::Anthropic, "traces/anthropic_email_retry.json"),
+            (Format::OpenAiResponses, "traces/responses_refund.json"),
+            (Format::Mcp, "traces/mcp_write_file.json"),
+            (Format::Otel, "traces/otel_deploy.json"),
+        ];
+        let alphabet = b"{}[]\",:\\ 0123456789.eE-tfnul\x01\xc3";
+        let mut rng = Rng::new(77);
+        let reqs = adapt::parse_requirements(&read("peer/requirements.json")).unwrap();
+        let (mut ok, mut rejected) = (0, 0);
+        for (format, file) in fixtures {
+            let base = read(file);
+            for _ in 0..1500 {
+                let mut t = base.clone();
+                for _ in 0..rng.range(1, 4) {
+                    let at = rng.range(0, t.len() as u64 - 1) as usize;
+                    let c = alphabet[rng.range(0, alphabet.len() as u64 - 1) as usize];
+                    match rng.range(0, 2) {
+                        0 => t[at] = c,
+                        1 => {
+                            t.remove(at);
+                        }
+                        _ => t.insert(at, c),
+                    }
+                }
+                match adapt::adapt_bytes(format, &t, reqs.clone(), "r") {
+                    Ok(env) => {
+                        ok += 1;
+                        adapt::to_pretty(&env.envelope_value()).unwrap();
+                    }
+                    Err(e) => {
+                        rejected += 1;
+                        assert!(!e.0.is_empty());
+                    }
+                }
+            }
+        }
+        // Both outcomes occur, so the mutations reach past the JSON syntax.
+        assert!(ok > 100 && rejected > 100, "ok {ok}, rejected {rejected}");
+    }
+}
