@@ -674,3 +674,24 @@ mod adapters_never_panic {
         assert!(ok > 100 && rejected > 100, "ok {ok}, rejected {rejected}");
     }
 }
+
+mod differential {
+    use super::*;
+
+    /// 400 valid but awkward cases (Unicode whitespace, blank values, non-ASCII ids),
+    /// against the output of the peer's own evaluator on them (see the data NOTE).
+    #[test]
+    fn tricky_cases_match_the_peer_exactly() {
+        let input = read("differential/tricky.jsonl");
+        let plain = run(&input, Mode::Plain, 2, 4096);
+        assert_eq!(plain.as_bytes(), &read("differential/tricky.peer.txt")[..]);
+        let ours = run(&input, Mode::Jsonl, 3, 2048);
+        let peer = String::from_utf8(read("differential/tricky.peer.jsonl")).unwrap();
+        let (ours, peer): (Vec<Value>, Vec<Value>) = (
+            ours.lines().map(|l| json(l.as_bytes())).collect(),
+            peer.lines().map(|l| json(l.as_bytes())).collect(),
+        );
+        assert_eq!(ours.len(), 400);
+        assert_eq!(ours, peer);
+    }
+}
