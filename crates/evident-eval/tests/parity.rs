@@ -693,5 +693,10 @@ mod differential {
         );
         assert_eq!(ours.len(), 400);
         assert_eq!(ours, peer);
+        let metrics = run(&input, Mode::Metrics, 2, 4096);
+        assert_eq!(
+            metrics.as_bytes(),
+            &read("differential/tricky.peer.metrics.json")[..]
+        );
     }
 }
