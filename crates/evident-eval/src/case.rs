@@ -1,7 +1,11 @@
-//! One case line: parsed with hand-written serde visitors that borrow strings from the
-//! line and never fail on a wrong *type* (only on bad JSON syntax or a duplicate key),
-//! so validation can then report the peer's message for the first bad field, in the
-//! peer's order, instead of a generic "invalid type" from serde.
+//! One case line: the validated [`Case`] and how it is read.
+//!
+//! [`parse_case`] is the fast path (the hand-written reader in `fast.rs`). The serde
+//! visitors here are the reference it is tested against ([`parse_case_serde_json`],
+//! [`parse_case_sonic`]): they borrow strings from the line and never fail on a wrong
+//! *type* (only on bad JSON syntax or a duplicate key), so [`validate`] can report the
+//! peer's message for the first bad field, in the peer's order, instead of a generic
+//! "invalid type" from serde.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -611,12 +615,6 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
         fields: all_fields,
         evidence: all_evidence,
     })
-}
-
-/// Just the stripped `case_id` of a line that is known to be valid (for the duplicate
-/// re-scan), or `None`.
-pub fn case_id_of(line: &[u8]) -> Option<String> {
-    parse_case(line).ok().map(|c| c.case_id.into_owned())
 }
 
 #[cfg(test)]

@@ -515,6 +515,8 @@ mod json_reader {
             assert!(a.is_err(), "accepted invalid UTF-8");
             return;
         }
+        // sonic-rs is not compared: it rejects numbers that overflow a float (`3E903`),
+        // which Python (and so the peer, and evident) read as infinity.
         let b = parse_case_serde_json(line).map(|c| evaluation(&c));
         match (&a, &b) {
             (Ok(x), Ok(y)) => assert_eq!(x, y, "{}", String::from_utf8_lossy(line)),
@@ -548,6 +550,7 @@ mod json_reader {
             BASE.replace("\"v\"", r#""\u0020\u00a0""#),
             BASE.replace("[0]", "-0"),
             BASE.replace("[0]", "1.5e+10"),
+            BASE.replace("[0]", "3E903"),
             BASE.replace("[0]", "01"),
             BASE.replace("[0]", "1."),
             BASE.replace("[0]", ".5"),
