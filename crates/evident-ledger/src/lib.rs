@@ -500,14 +500,14 @@ impl Ledger {
     pub fn verify_with(&self, deep: bool) -> Result<VerifyReport> {
         // Fetching and checking overlap: this thread reads batches from the store while
         // a helper thread hashes and links the previous batch.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Row>>(2);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<record::PackedRow>>(2);
         std::thread::scope(|s| {
             let checker = s.spawn(move || {
                 let mut checker = ChainChecker::new(deep);
                 let mut broken = None;
                 'batches: for batch in rx {
-                    for row in &batch {
-                        if let Err(b) = checker.check(row) {
+                    for packed in batch {
+                        if let Err(b) = packed.unpack().and_then(|row| checker.check(&row)) {
                             broken = Some(b);
                             break 'batches;
                         }
@@ -522,7 +522,9 @@ impl Ledger {
             let mut after: i64 = 0;
             let mut failed = None;
             loop {
-                match self.with_conn("cannot read", move |c| Box::pin(c.rows_after(after, 2000))) {
+                match self.with_conn("cannot read", move |c| {
+                    Box::pin(c.packed_rows_after(after, 2000))
+                }) {
                     Ok(rows) => {
                         let Some(last) = rows.last() else { break };
                         after = last.id;
