@@ -172,6 +172,75 @@ pub(crate) async fn open_postgres(
     })
 }
 
+/// One batch of SQLite rows as a single value: for each row
+/// `id,len(hash),len(cols),len(body),` then the three texts (lengths in bytes).
+/// `None` when the batch cannot be read this way (then the caller reads plain rows).
+async fn sqlite_batch(
+    conn: &mut SqliteConnection,
+    after: i64,
+    limit: i64,
+) -> Result<Option<Vec<PackedRow>>, sqlx::Error> {
+    let result: Result<(i64, Option<String>), sqlx::Error> = sqlx::query_as(
+        "SELECT count(*), group_concat(id || ',' || length(CAST(hash AS BLOB)) || ',' \
+         || length(CAST(cols AS BLOB)) || ',' || length(CAST(body AS BLOB)) || ',' \
+         || hash || cols || body, '') \
+         FROM (SELECT id, hash, json_array(time, kind, task_id, state, prev_hash) AS cols, body \
+               FROM records WHERE id > ?1 ORDER BY id LIMIT ?2)",
+    )
+    .bind(after)
+    .bind(limit)
+    .fetch_one(conn)
+    .await;
+    let (count, text) = match result {
+        Ok(v) => v,
+        // "string or blob too big": a batch of very large records.
+        Err(sqlx::Error::Database(e)) if e.message().contains("too big") => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let text = text.unwrap_or_default();
+    let Some(mut rows) = parse_batch(&text) else {
+        return Ok(None);
+    };
+    if rows.len() as i64 != count {
+        return Ok(None);
+    }
+    // The subquery yields id order; an aggregate does not promise to keep it.
+    if !rows.windows(2).all(|w| w[0].id < w[1].id) {
+        rows.sort_by_key(|r| r.id);
+    }
+    Ok(Some(rows))
+}
+
+fn parse_batch(text: &str) -> Option<Vec<PackedRow>> {
+    let mut rows = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut header = [0i64; 4];
+        for h in &mut header {
+            let comma = rest.find(',')?;
+            *h = rest[..comma].parse().ok()?;
+            rest = &rest[comma + 1..];
+        }
+        let [id, hl, cl, bl] = header;
+        let (hl, cl, bl) = (
+            usize::try_from(hl).ok()?,
+            usize::try_from(cl).ok()?,
+            usize::try_from(bl).ok()?,
+        );
+        let hash = rest.get(..hl)?;
+        let cols = rest.get(hl..hl + cl)?;
+        let body = rest.get(hl + cl..hl + cl + bl)?;
+        rows.push(PackedRow {
+            id,
+            hash: hash.to_string(),
+            cols: cols.to_string(),
+            body: body.to_string(),
+        });
+        rest = &rest[hl + cl + bl..];
+    }
+    Some(rows)
+}
+
 /// The advisory lock that serializes appends to one PostgreSQL ledger.
 fn advisory_key(schema: &str) -> i64 {
     use sha2::Digest as _;
@@ -291,6 +360,14 @@ impl Conn {
         after: i64,
         limit: i64,
     ) -> Result<Vec<PackedRow>, sqlx::Error> {
+        if let Conn::Sqlite(conn) = self {
+            // sqlx hands SQLite rows from its worker thread one at a time (a thread
+            // wake-up per row); one aggregated row per batch avoids that. Fall back to
+            // plain rows if the batch does not fit in one value.
+            if let Some(rows) = sqlite_batch(conn, after, limit).await? {
+                return Ok(rows);
+            }
+        }
         let rows = match self {
             Conn::Sqlite(conn) => {
                 sqlx::query(
@@ -497,5 +574,38 @@ impl Conn {
                 let _ = conn.close().await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_split_on_byte_lengths_not_on_content() {
+        let body = "{\"a\":\"x,1,2,3,é€😀\"}";
+        let text = format!("7,3,2,{},abc[]{body}8,0,4,0,\"x\"]", body.len());
+        let rows = parse_batch(&text).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (rows[0].id, rows[0].hash.as_str(), rows[0].cols.as_str()),
+            (7, "abc", "[]")
+        );
+        assert_eq!(rows[0].body, body);
+        assert_eq!(
+            (rows[1].id, rows[1].cols.as_str(), rows[1].body.as_str()),
+            (8, "\"x\"]", "")
+        );
+        // Truncated, non-numeric or mid-character lengths are refused, never a panic.
+        for bad in [
+            "7,3,2,10,abc",
+            "x,1,1,1,abc",
+            "1,1,0,0,é",
+            "1,-1,0,0,",
+            "1,2,3",
+        ] {
+            assert!(parse_batch(bad).is_none(), "{bad}");
+        }
+        assert_eq!(parse_batch("").unwrap().len(), 0);
     }
 }
