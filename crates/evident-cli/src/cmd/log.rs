@@ -79,7 +79,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
             r.time,
             r.kind,
             r.state,
-            &r.hash[..12.min(r.hash.len())],
+            r.hash.get(..12).unwrap_or(&r.hash),
             r.task_id.as_deref().unwrap_or("-")
         );
     }
