@@ -548,4 +548,62 @@ mod tests {
         let v = Value::String("\u{1}\u{1f}\u{7f}\u{2028}".into());
         assert_eq!(canonical_json(&v), "\"\\u0001\\u001f\u{7f}\u{2028}\"");
     }
+
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn json_value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(|n| serde_json::json!(n)),
+                any::<f64>()
+                    .prop_filter("finite", |f| f.is_finite())
+                    .prop_map(|f| serde_json::from_str(&format!("{f:e}")).unwrap()),
+                any::<String>().prop_map(Value::String),
+            ];
+            leaf.prop_recursive(4, 64, 8, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                    prop::collection::vec((any::<String>(), inner), 0..6)
+                        .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            /// Every finite double: the RFC 8785 text reads back as the same double,
+            /// and is its own canonical form in both modes.
+            #[test]
+            fn numbers_round_trip(bits in any::<u64>()) {
+                let f = f64::from_bits(bits);
+                prop_assume!(f.is_finite());
+                let v: Value = serde_json::from_str(&format!("{f:e}")).unwrap();
+                let text = canonical_json_rfc8785(&v).unwrap();
+                prop_assert_eq!(text.parse::<f64>().unwrap(), if f == 0.0 { 0.0 } else { f });
+                let again: Value = serde_json::from_str(&text).unwrap();
+                prop_assert_eq!(canonical_json_rfc8785(&again).unwrap(), text.clone());
+                prop_assert_eq!(canonical_json(&again), text);
+            }
+
+            /// Canonical output is valid JSON, idempotent, and blind to key order.
+            #[test]
+            fn documents_are_idempotent_and_order_blind(v in json_value()) {
+                let text = canonical_json(&v);
+                let back: Value = serde_json::from_str(&text).unwrap();
+                prop_assert_eq!(canonical_json(&back), text.clone());
+                fn reversed(v: &Value) -> Value {
+                    match v {
+                        Value::Object(m) => Value::Object(
+                            m.iter().rev().map(|(k, x)| (k.clone(), reversed(x))).collect(),
+                        ),
+                        Value::Array(a) => Value::Array(a.iter().map(reversed).collect()),
+                        other => other.clone(),
+                    }
+                }
+                prop_assert_eq!(canonical_json(&reversed(&v)), text);
+            }
+        }
+    }
 }
