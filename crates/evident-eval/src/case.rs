@@ -1,8 +1,8 @@
 //! One case line: the validated [`Case`] and how it is read.
 //!
 //! [`parse_case`] is the fast path (the hand-written reader in `fast.rs`). The serde
-//! visitors here are the reference it is tested against ([`parse_case_serde_json`],
-//! [`parse_case_sonic`]): they borrow strings from the line and never fail on a wrong
+//! visitors here are the reference it is tested against ([`parse_case_serde_json`]):
+//! they borrow strings from the line and never fail on a wrong
 //! *type* (only on bad JSON syntax or a duplicate key), so [`validate`] can report the
 //! peer's message for the first bad field, in the peer's order, instead of a generic
 //! "invalid type" from serde.
@@ -439,26 +439,12 @@ pub fn parse_case(line: &[u8]) -> Result<Case<'_>, String> {
     crate::fast::read_case(line)
 }
 
-/// Parses with sonic-rs through the serde visitors; same result, used to cross-check
-/// the hand-written reader and to measure it.
-pub fn parse_case_sonic(line: &[u8]) -> Result<Case<'_>, String> {
-    let raw: LObj<RawCase<'_>> = sonic_rs::from_slice(line).map_err(|e| sonic_message(&e))?;
-    validate(raw)
-}
-
-/// Parses with serde_json instead of sonic-rs; same result, used to cross-check.
+/// Parses with serde_json through the serde visitors; the reference the fast reader
+/// is tested against (same answers, same validation messages).
 pub fn parse_case_serde_json(line: &[u8]) -> Result<Case<'_>, String> {
     let raw: LObj<RawCase<'_>> =
         serde_json::from_slice(line).map_err(|e| format!("invalid JSON: {e}"))?;
     validate(raw)
-}
-
-fn sonic_message(e: &sonic_rs::Error) -> String {
-    // sonic-rs appends a multi-line excerpt of the input; keep the first line only so
-    // the `PATH:LINE: message` stays one line.
-    let s = e.to_string();
-    let first = s.lines().next().unwrap_or("").trim_end();
-    format!("invalid JSON: {first}")
 }
 
 /// A non-string where the peer would call `str()`: evident rejects it rather than
@@ -705,7 +691,7 @@ mod tests {
     }
 
     #[test]
-    fn sonic_and_serde_json_agree() {
+    fn fast_reader_and_serde_json_agree() {
         let line = br#"{"case_id":"a\u00e9","task":"t","completion_claimed":false,"requirements":[{"action":"x","evidence_fields":["k"]}],"events":[{"action":"x","success":true,"evidence":{"k":"\t v"}}]}"#;
         let a = parse_case(line).unwrap();
         let b = parse_case_serde_json(line).unwrap();

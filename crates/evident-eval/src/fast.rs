@@ -1,7 +1,8 @@
 //! A hand-written JSON reader for case lines: the hot path of `evident eval`.
 //!
-//! Measured on this machine, a serde visitor over sonic-rs spent most of its time in
-//! generic deserializer plumbing; this reader knows the case shape, borrows every
+//! Measured on this machine, a serde visitor over sonic-rs (the first version) needed
+//! 3.1 µs of CPU per case, most of it in generic deserializer plumbing, and rejected
+//! numbers that overflow a float, which Python reads as infinity; this reader knows the case shape, borrows every
 //! unescaped string from the line, skips unknown members without building anything,
 //! and still checks the whole line is valid JSON (RFC 8259: no NaN, no comments, no
 //! trailing commas, no raw control characters in strings, no lone surrogates). It
