@@ -157,6 +157,12 @@ fn check_content(root: &Path, c: &Condition, bytes: &[u8]) -> Observation {
                 Ok(rel) => root.join(rel),
                 Err(e) => return Observation::Indeterminate(e),
             };
+            if src.is_dir() {
+                return Observation::Fails(format!(
+                    "{source} is a directory, so {} cannot be a copy of it",
+                    c.path
+                ));
+            }
             match std::fs::read(&src) {
                 Ok(orig) => {
                     let holds = orig == bytes;

@@ -638,7 +638,20 @@ pub fn run_task(task: &Task) -> Result<TaskResult, SuiteError> {
         .iter()
         .all(|c| matches!(observe(world.root(), c), Observation::Holds(_)));
 
-    let b = judge(&task.goal, &items)?;
+    let mut b = judge(&task.goal, &items)?;
+    // Fail closed: a goal condition the fresh observation could not judge (an I/O
+    // error, a copy whose source is unreadable) withholds acceptance, whatever the
+    // DID items say; the route is to observe another way.
+    if task.observe
+        && problems
+            .iter()
+            .any(|p| p.starts_with("fresh observation indeterminate"))
+        && b.accepted
+    {
+        b.accepted = false;
+        b.route = Some(belief::Route::ObserveAnotherWay);
+        b.reason = "Not accepted: the fresh observation could not judge every goal condition; observe it another way.".into();
+    }
     let ex = judge(&task.goal, &existence_items)?;
     let naive_p = belief::posterior_from_log_odds(items.iter().map(Item::weight).sum());
     let naive = Judgement {
