@@ -29,7 +29,7 @@ enum Command {
     Gate(cmd::gate::Args),
     /// Print the JSON Schema of a document type.
     Schema(cmd::schema::Args),
-    /// Evaluate recorded agent traces (cases JSONL) in bulk.
+    /// Evaluate recorded agent traces in bulk (cases JSONL, or traces via --adapter).
     Eval(cmd::eval::Args),
     /// Turn an agent trace into an evaluation case.
     Adapt(cmd::adapt::Args),

@@ -28,6 +28,9 @@ pub struct Args {
     /// Print the provenance envelope (sequence, source_event_id, source) instead of the case.
     #[arg(long)]
     pub envelope: bool,
+    /// Accepted for symmetry with the other commands: the output is always JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
