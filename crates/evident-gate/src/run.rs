@@ -20,8 +20,11 @@ pub fn verifier_id() -> String {
     format!("evident/{}", env!("CARGO_PKG_VERSION"))
 }
 
+/// Called as each check finishes: its id, how many have finished, how many there are.
+pub type Progress = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
+
 /// How to run a gate.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Settings {
     /// Checks running at once.
     pub jobs: usize,
@@ -33,6 +36,8 @@ pub struct Settings {
     /// The `verifier.id` of the gate's evidence: [`verifier_id`] by default, or the id
     /// of the key that signs it (so a trust list can pair the id with the key).
     pub verifier_id: String,
+    /// Told as each check finishes (the CLI draws a progress line on a terminal).
+    pub progress: Option<Progress>,
 }
 
 /// What one check did: which mutations it covered, what it saw, how long it took.
@@ -252,6 +257,8 @@ async fn observe_all(checks: &[Check], settings: &Settings) -> Vec<(Observation,
     let limit = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
     let deadline = Instant::now() + settings.deadline;
     let ctx = Arc::new(settings.context.clone());
+    let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let total = checks.len();
     let mut tasks = Vec::new();
     for check in checks {
         let mut source = check.source.clone();
@@ -260,6 +267,9 @@ async fn observe_all(checks: &[Check], settings: &Settings) -> Vec<(Observation,
         }
         let limit = limit.clone();
         let ctx = ctx.clone();
+        let finished = finished.clone();
+        let progress = settings.progress.clone();
+        let id = check.id.clone();
         tasks.push(tokio::spawn(async move {
             let _permit = limit.acquire_owned().await;
             let started = Instant::now();
@@ -272,6 +282,10 @@ async fn observe_all(checks: &[Check], settings: &Settings) -> Vec<(Observation,
             } else {
                 evident_probes::observe(&source, &ctx, remaining).await
             };
+            let done = finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            if let Some(p) = &progress {
+                p(&id, done, total);
+            }
             (obs, started.elapsed())
         }));
     }

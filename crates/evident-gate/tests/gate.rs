@@ -54,6 +54,7 @@ async fn gate_env(
             env,
         },
         verifier_id: evident_gate::verifier_id(),
+        progress: None,
     };
     evident_gate::run::run(&contract.contract, doc, &settings, &|_| false, &|_| None).await
 }
@@ -526,6 +527,7 @@ async fn a_hundred_slow_endpoint_checks_run_concurrently() {
             env: base_env(),
         },
         verifier_id: evident_gate::verifier_id(),
+        progress: None,
     };
     let t = Instant::now();
     let o = evident_gate::run::run(&parsed.contract, doc, &settings, &|_| false, &|_| None).await;

@@ -85,6 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         verifier_id: key
             .as_ref()
             .map_or_else(evident_gate::verifier_id, |k| k.id().to_string()),
+        progress: progress_line(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -147,5 +148,27 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     Ok(report::exit_code(
         outcome.verdict.state,
         outcome.on_unverified,
+    ))
+}
+
+/// On a terminal, a one-line count of finished checks on stderr (erased at the end),
+/// so a long test run does not look like a hang. Nothing when stderr is redirected.
+fn progress_line() -> Option<evident_gate::run::Progress> {
+    use std::io::{IsTerminal, Write};
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(std::sync::Arc::new(
+        |id: &str, done: usize, total: usize| {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(
+                err,
+                "\r\x1b[2Kgate: {done}/{total} checks finished (last: {id})"
+            );
+            if done == total {
+                let _ = write!(err, "\r\x1b[2K");
+            }
+            let _ = err.flush();
+        },
     ))
 }
