@@ -459,7 +459,7 @@ fn sigkill_mid_append_loses_nothing_committed() {
         reported.push(r.id);
     }
     assert!(
-        reported.len() > 8,
+        reported.len() >= 8,
         "the workers appended before being killed"
     );
 }
