@@ -183,9 +183,6 @@ impl Contract {
                     ),
                 );
             }
-            if let Err(e) = c.source.validate() {
-                return err(format!("check[{i}].source"), e.to_string());
-            }
             match &c.expected {
                 None if c.source.default_expected().is_none() => {
                     return err(
