@@ -54,6 +54,11 @@ use store::Conn;
 pub const ENV_VAR: &str = "EVIDENT_LEDGER";
 /// The default ledger, relative to the current directory.
 pub const DEFAULT_PATH: &str = ".evident/ledger.db";
+/// For crash tests only: when set to a number of milliseconds, every append pauses that
+/// long after inserting its record and before committing, and says so on stderr, so a
+/// test can kill the process at exactly that point.
+#[doc(hidden)]
+pub const TEST_PAUSE_ENV: &str = "EVIDENT_LEDGER_TEST_PAUSE_BEFORE_COMMIT_MS";
 /// The PostgreSQL schema used when the location names none (`?schema=NAME`).
 pub const DEFAULT_SCHEMA: &str = "evident";
 
@@ -113,6 +118,8 @@ pub struct Ledger {
     secrets: Vec<String>,
     /// Create the store if missing (false for read-only commands).
     create: bool,
+    /// The crash tests' hook ([`TEST_PAUSE_ENV`]).
+    pause_before_commit: Option<std::time::Duration>,
     rt: tokio::runtime::Runtime,
 }
 
@@ -287,6 +294,10 @@ impl Ledger {
             shown,
             secrets,
             create,
+            pause_before_commit: std::env::var(TEST_PAUSE_ENV)
+                .ok()
+                .and_then(|ms| ms.parse::<u64>().ok())
+                .map(std::time::Duration::from_millis),
             rt,
         };
         ledger.block(|| async {
@@ -396,9 +407,10 @@ impl Ledger {
     /// is chained to the current head under the store's write lock.
     pub fn append(&self, entry: NewEntry) -> Result<Record> {
         let prepared = Prepared::new(entry);
+        let pause = self.pause_before_commit;
         let what = format!("cannot append a {} record", prepared.kind());
         self.with_conn(&what, move |c| {
-            Box::pin(async move { c.append(&prepared).await })
+            Box::pin(async move { c.append(&prepared, pause).await })
         })
     }
 

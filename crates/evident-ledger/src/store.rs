@@ -241,6 +241,14 @@ fn parse_batch(text: &str) -> Option<Vec<PackedRow>> {
     Some(rows)
 }
 
+/// The crash tests' hook: stop between INSERT and COMMIT, saying so on stderr.
+async fn pause_before_commit(id: u64, pause: Option<Duration>) {
+    if let Some(p) = pause {
+        eprintln!("evident-ledger test hook: record {id} inserted, pausing before commit");
+        tokio::time::sleep(p).await;
+    }
+}
+
 /// The advisory lock that serializes appends to one PostgreSQL ledger.
 fn advisory_key(schema: &str) -> i64 {
     use sha2::Digest as _;
@@ -282,7 +290,12 @@ impl_rowlike!(sqlx::postgres::PgRow);
 const COLS: &str = "id, time, kind, task_id, state, prev_hash, hash, body";
 
 impl Conn {
-    pub(crate) async fn append(&mut self, entry: &Prepared) -> Result<Record, sqlx::Error> {
+    /// `pause`: the crash tests' hook (see [`crate::TEST_PAUSE_ENV`]).
+    pub(crate) async fn append(
+        &mut self,
+        entry: &Prepared,
+        pause: Option<Duration>,
+    ) -> Result<Record, sqlx::Error> {
         match self {
             Conn::Sqlite(conn) => {
                 // IMMEDIATE takes the write lock before reading the head, so two
@@ -310,6 +323,7 @@ impl Conn {
                 .bind(&body)
                 .execute(&mut *tx)
                 .await?;
+                pause_before_commit(record.id, pause).await;
                 tx.commit().await?;
                 Ok(record)
             }
@@ -347,6 +361,7 @@ impl Conn {
                 .bind(&body)
                 .execute(&mut *tx)
                 .await?;
+                pause_before_commit(record.id, pause).await;
                 tx.commit().await?;
                 Ok(record)
             }

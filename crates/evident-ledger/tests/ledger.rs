@@ -530,3 +530,76 @@ fn the_blocking_api_works_inside_another_runtime_and_across_threads() {
     let report = ledger.verify().unwrap();
     assert_eq!((report.records, report.broken), (101, None));
 }
+
+/// Kill a worker with SIGKILL at exactly one point: its record inserted, the write lock
+/// (SQLite) or advisory lock (PostgreSQL) held, COMMIT not yet sent. The ledger keeps
+/// every committed record, drops the uncommitted one, verifies, and the next append
+/// (from another process) is not blocked by the dead one's lock.
+fn kill_between_insert_and_commit(location: &str) {
+    let out = worker(location, Some(3), "before").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut child = worker(location, Some(1), "doomed")
+        .env(evident_ledger::TEST_PAUSE_ENV, "60000")
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("record 4 inserted, pausing before commit") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the worker reached the point between INSERT and COMMIT");
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    reader.join().unwrap();
+
+    let started = Instant::now();
+    let out = worker(location, Some(1), "after").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        committed_ids(&String::from_utf8_lossy(&out.stdout)),
+        vec![4]
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the dead process's lock was released"
+    );
+    let ledger = open_existing(Some(location)).unwrap();
+    let report = ledger.verify().unwrap();
+    assert_eq!((report.records, report.broken), (4, None));
+    assert_eq!(ledger.get(4).unwrap().task_id.as_deref(), Some("after-0"));
+    assert!(
+        ledger.list(&Filter::default()).unwrap().iter().all(|r| !r
+            .task_id
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("doomed")),
+        "the uncommitted record is gone"
+    );
+}
+
+#[test]
+fn sqlite_sigkill_between_insert_and_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    kill_between_insert_and_commit(dir.path().join("ledger.db").to_str().unwrap());
+}
+
+#[test]
+fn postgres_sigkill_between_insert_and_commit() {
+    let Some(pg) = PgSchema::new("kill") else {
+        return;
+    };
+    kill_between_insert_and_commit(&pg.location);
+}
