@@ -116,12 +116,14 @@ pub(crate) async fn open_postgres(
             }
         };
     let lock_key = advisory_key(schema);
-    if !create {
-        let exists: Option<String> = sqlx::query_scalar(AssertSqlSafe(format!(
-            "SELECT to_regclass('\"{schema}\".records')::text"
-        )))
-        .fetch_one(&mut conn)
-        .await?;
+    let exists: Option<String> = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT to_regclass('\"{schema}\".records')::text"
+    )))
+    .fetch_one(&mut conn)
+    .await?;
+    // An existing ledger needs no DDL, so a role that may only read and insert can
+    // use a ledger someone else created.
+    if exists.is_some() || !create {
         if exists.is_none() {
             let _ = conn.close().await;
             return Err(sqlx::Error::RowNotFound);

@@ -152,6 +152,8 @@ fn sqlite_eight_processes_build_one_chain() {
 /// A unique PostgreSQL schema for one test, dropped afterwards (also on failure).
 struct PgSchema {
     location: String,
+    url: String,
+    schema: String,
 }
 
 impl PgSchema {
@@ -168,6 +170,8 @@ impl PgSchema {
         let sep = if url.contains('?') { '&' } else { '?' };
         Some(PgSchema {
             location: format!("{url}{sep}schema={schema}"),
+            url,
+            schema,
         })
     }
 }
@@ -602,4 +606,78 @@ fn postgres_sigkill_between_insert_and_commit() {
         return;
     };
     kill_between_insert_and_commit(&pg.location);
+}
+
+/// Run statements on the test PostgreSQL server as its admin user.
+fn pg_admin(url: &str, statements: &[String]) {
+    use sqlx::Connection as _;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        for s in statements {
+            sqlx::query(sqlx::AssertSqlSafe(s.clone()))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        conn.close().await.unwrap();
+    });
+}
+
+/// A shared ledger is created once; machines that append need only SELECT and INSERT
+/// (no CREATE privilege): opening an existing ledger runs no DDL.
+#[test]
+fn postgres_a_role_that_may_only_read_and_insert_can_append() {
+    let Some(pg) = PgSchema::new("role") else {
+        return;
+    };
+    let admin = open(Some(&pg.location)).unwrap();
+    admin.append(entry("by-admin", "verified")).unwrap();
+    let role = pg.schema.replace("evident_test_", "evident_appender_");
+    struct DropRole(String, String);
+    impl Drop for DropRole {
+        fn drop(&mut self) {
+            let r = &self.1;
+            pg_admin(
+                &self.0,
+                &[format!("DROP OWNED BY {r}"), format!("DROP ROLE {r}")],
+            );
+        }
+    }
+    pg_admin(
+        &pg.url,
+        &[
+            format!("CREATE ROLE {role} LOGIN"),
+            format!("GRANT USAGE ON SCHEMA {} TO {role}", pg.schema),
+            format!("GRANT SELECT, INSERT ON {}.records TO {role}", pg.schema),
+        ],
+    );
+    let _drop_role = DropRole(pg.url.clone(), role.clone());
+    let mut url = url::Url::parse(&pg.location).unwrap();
+    url.set_username(&role).unwrap();
+    let as_role = open(Some(url.as_str())).unwrap();
+    let r = as_role.append(entry("by-appender", "verified")).unwrap();
+    assert_eq!(r.id, 2);
+    assert_eq!(as_role.verify().unwrap().broken, None);
+    // The role cannot rewrite history.
+    let mut denied = false;
+    {
+        use sqlx::Connection as _;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut conn = sqlx::PgConnection::connect(url.as_str()).await.unwrap();
+            let q = format!("UPDATE {}.records SET state = 'refuted'", pg.schema);
+            denied = sqlx::query(sqlx::AssertSqlSafe(q))
+                .execute(&mut conn)
+                .await
+                .is_err();
+        });
+    }
+    assert!(denied, "UPDATE is not granted");
 }
