@@ -39,7 +39,7 @@ use sqlx::postgres::PgConnectOptions;
 use tokio::sync::Mutex;
 
 pub use canon::{CanonError, canonical_json, canonical_json_rfc8785};
-pub use record::{Break, GENESIS, NewEntry, Record, format_time};
+pub use record::{Break, GENESIS, NewEntry, Record, Summary, format_time};
 pub use redact::{redact_dsn, redact_value};
 pub use sign::{
     AuthError, Key, KeyError, PAYLOAD_TYPE, SignError, TrustError, TrustList, TrustedVerifier,
@@ -480,6 +480,15 @@ impl Ledger {
             Box::pin(async move { c.list(&filter).await })
         })?;
         rows.iter().map(|r| self.to_record(r)).collect()
+    }
+
+    /// Records matching a filter without their documents (`claim`, `contract`), which
+    /// the store leaves where they are: for long listings.
+    pub fn list_summaries(&self, filter: &Filter) -> Result<Vec<Summary>> {
+        let filter = filter.clone();
+        self.with_conn("cannot list", move |c| {
+            Box::pin(async move { c.list_summaries(&filter).await })
+        })
     }
 
     /// The last record's id and hash.

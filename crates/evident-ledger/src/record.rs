@@ -100,6 +100,39 @@ impl Record {
     }
 }
 
+/// A record without its documents (`claim`, `contract`): what `evident log` lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub id: u64,
+    pub time: String,
+    pub kind: String,
+    pub task_id: Option<String>,
+    pub state: String,
+    pub claim_digest: String,
+    pub contract_digest: Option<String>,
+    pub verdict: Value,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+impl Summary {
+    /// As JSON (`evident log --json`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "time": self.time,
+            "kind": self.kind,
+            "task_id": self.task_id,
+            "state": self.state,
+            "claim_digest": self.claim_digest,
+            "contract_digest": self.contract_digest,
+            "verdict": self.verdict,
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+        })
+    }
+}
+
 #[derive(Deserialize)]
 struct FullBody {
     id: u64,

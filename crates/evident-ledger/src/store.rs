@@ -11,7 +11,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, Sq
 use sqlx::{AssertSqlSafe, Connection as _, Row as _};
 use time::OffsetDateTime;
 
-use crate::record::{PackedRow, Prepared, Record, Row};
+use crate::record::{PackedRow, Prepared, Record, Row, Summary};
 
 /// Which records to list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -289,6 +289,11 @@ macro_rules! impl_rowlike {
 impl_rowlike!(sqlx::sqlite::SqliteRow);
 impl_rowlike!(sqlx::postgres::PgRow);
 
+enum Selected {
+    Sqlite(Vec<sqlx::sqlite::SqliteRow>),
+    Postgres(Vec<sqlx::postgres::PgRow>),
+}
+
 const COLS: &str = "id, time, kind, task_id, state, prev_hash, hash, body";
 
 impl Conn {
@@ -507,6 +512,68 @@ impl Conn {
     }
 
     pub(crate) async fn list(&mut self, f: &Filter) -> Result<Vec<Row>, sqlx::Error> {
+        let rows = self.select_filtered(f, COLS, COLS).await?;
+        match rows {
+            Selected::Sqlite(rows) => rows.iter().map(row_from).collect(),
+            Selected::Postgres(rows) => rows.iter().map(row_from).collect(),
+        }
+    }
+
+    /// Like [`Conn::list`] without the documents: the digests and the verdict are read
+    /// out of the body by the database, so a long listing never holds every claim.
+    pub(crate) async fn list_summaries(&mut self, f: &Filter) -> Result<Vec<Summary>, sqlx::Error> {
+        const BASE: &str = "id, time, kind, task_id, state, prev_hash, hash";
+        let sqlite = format!(
+            "{BASE}, body ->> '$.claim_digest', body ->> '$.contract_digest', body -> '$.verdict'"
+        );
+        let pg = format!(
+            "{BASE}, body::json ->> 'claim_digest', body::json ->> 'contract_digest', \
+             (body::json -> 'verdict')::text"
+        );
+        fn summary<R>(r: &R) -> Result<Summary, sqlx::Error>
+        where
+            R: sqlx::Row,
+            usize: sqlx::ColumnIndex<R>,
+            for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+            for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+            for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        {
+            let id: i64 = r.try_get(0)?;
+            let verdict: Option<String> = r.try_get(9)?;
+            let verdict = match verdict {
+                Some(text) => {
+                    serde_json::from_str(&text).map_err(|e| sqlx::Error::ColumnDecode {
+                        index: "verdict".into(),
+                        source: Box::new(e),
+                    })?
+                }
+                None => serde_json::Value::Null,
+            };
+            Ok(Summary {
+                id: u64::try_from(id).unwrap_or(0),
+                time: r.try_get(1)?,
+                kind: r.try_get(2)?,
+                task_id: r.try_get(3)?,
+                state: r.try_get(4)?,
+                prev_hash: r.try_get(5)?,
+                hash: r.try_get(6)?,
+                claim_digest: r.try_get::<Option<String>, _>(7)?.unwrap_or_default(),
+                contract_digest: r.try_get(8)?,
+                verdict,
+            })
+        }
+        match self.select_filtered(f, &sqlite, &pg).await? {
+            Selected::Sqlite(rows) => rows.iter().map(summary).collect(),
+            Selected::Postgres(rows) => rows.iter().map(summary).collect(),
+        }
+    }
+
+    async fn select_filtered(
+        &mut self,
+        f: &Filter,
+        sqlite_cols: &str,
+        pg_cols: &str,
+    ) -> Result<Selected, sqlx::Error> {
         let pg = matches!(self, Conn::Postgres { .. });
         let mut clauses: Vec<(&str, &str)> = Vec::new();
         if let Some(s) = &f.state {
@@ -548,24 +615,23 @@ impl Conn {
             .unwrap_or_default();
         match self {
             Conn::Sqlite(conn) => {
-                let sql = format!("SELECT {COLS} FROM records{where_} ORDER BY id {order}{limit}");
+                let sql =
+                    format!("SELECT {sqlite_cols} FROM records{where_} ORDER BY id {order}{limit}");
                 let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
                 for b in &binds {
                     q = q.bind(*b);
                 }
-                let rows = q.fetch_all(&mut **conn).await?;
-                rows.iter().map(row_from).collect()
+                Ok(Selected::Sqlite(q.fetch_all(&mut **conn).await?))
             }
             Conn::Postgres { conn, schema, .. } => {
                 let sql = format!(
-                    "SELECT {COLS} FROM \"{schema}\".records{where_} ORDER BY id {order}{limit}"
+                    "SELECT {pg_cols} FROM \"{schema}\".records{where_} ORDER BY id {order}{limit}"
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
                 for b in &binds {
                     q = q.bind(*b);
                 }
-                let rows = q.fetch_all(&mut **conn).await?;
-                rows.iter().map(row_from).collect()
+                Ok(Selected::Postgres(q.fetch_all(&mut **conn).await?))
             }
         }
     }

@@ -267,6 +267,31 @@ fn round_trip(location: &str) {
         .unwrap();
     assert_eq!(newest.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3, 2]);
 
+    // Summaries (no documents) agree with the full records.
+    let full = ledger.list(&Filter::default()).unwrap();
+    let sums = ledger.list_summaries(&Filter::default()).unwrap();
+    assert_eq!(sums.len(), 3);
+    for (s, r) in sums.iter().zip(&full) {
+        let mut want = r.to_json();
+        let m = want.as_object_mut().unwrap();
+        for k in ["claim", "contract", "v"] {
+            m.shift_remove(k);
+        }
+        assert_eq!(
+            evident_ledger::canonical_json(&s.to_json()),
+            evident_ledger::canonical_json(&want)
+        );
+    }
+    let newest = ledger
+        .list_summaries(&Filter {
+            state: Some("refuted".into()),
+            limit: Some(5),
+            newest_first: true,
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(newest.iter().map(|s| s.id).collect::<Vec<_>>(), vec![2]);
+
     // Export, then check the export offline.
     let mut buf = Vec::new();
     assert_eq!(ledger.export(&mut buf).unwrap(), 3);

@@ -61,10 +61,10 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         }
         Err(e) => return Err(e.into()),
     };
-    let mut records = ledger.list(&filter)?;
+    let mut records = ledger.list_summaries(&filter)?;
     records.sort_by_key(|r| r.id);
     if a.json {
-        let items: Vec<serde_json::Value> = records.iter().map(summary).collect();
+        let items: Vec<serde_json::Value> = records.iter().map(|r| r.to_json()).collect();
         println!("{}", serde_json::to_string_pretty(&items)?);
         return Ok(exit::OK);
     }
@@ -84,19 +84,4 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         );
     }
     Ok(exit::OK)
-}
-
-fn summary(r: &evident_ledger::Record) -> serde_json::Value {
-    serde_json::json!({
-        "id": r.id,
-        "time": r.time,
-        "kind": r.kind,
-        "task_id": r.task_id,
-        "state": r.state,
-        "claim_digest": r.claim_digest,
-        "contract_digest": r.contract_digest,
-        "verdict": r.verdict,
-        "prev_hash": r.prev_hash,
-        "hash": r.hash,
-    })
 }
