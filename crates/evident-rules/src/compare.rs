@@ -100,7 +100,15 @@ pub fn compare_value(want: &Value, got: &Value, path: String) -> Cmp {
                 .fold(Cmp::Match, Cmp::and)
         }
         (Value::Number(w), Value::Number(g)) => {
-            if Decimal::parse(&w.to_string()) == Decimal::parse(&g.to_string()) {
+            let (wt, gt) = (w.to_string(), g.to_string());
+            // A number whose exponent is beyond any exact arithmetic here equals only
+            // its own text: two such numbers must never match merely because neither
+            // could be read.
+            let same = match (Decimal::parse(&wt), Decimal::parse(&gt)) {
+                (Some(a), Some(b)) => a == b,
+                _ => wt == gt,
+            };
+            if same {
                 Cmp::Match
             } else {
                 contradiction(path)
@@ -117,26 +125,26 @@ pub fn compare_value(want: &Value, got: &Value, path: String) -> Cmp {
 struct Decimal {
     negative: bool,
     digits: String,
-    exponent: i64,
+    exponent: i128,
 }
 
 impl Decimal {
-    /// Normalizes the text of a JSON number; `None` only for text that is not a number.
+    /// Normalizes the text of a JSON number; `None` for text that is not a number or
+    /// whose exponent does not fit exact arithmetic (more than 38 digits).
     fn parse(text: &str) -> Option<Decimal> {
         let (negative, rest) = match text.strip_prefix('-') {
             Some(r) => (true, r),
             None => (false, text.strip_prefix('+').unwrap_or(text)),
         };
         let (mantissa, exp) = match rest.find(['e', 'E']) {
-            Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
-            None => (rest, 0),
+            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+            None => (rest, None),
         };
         let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
         let mut digits: String = int.chars().chain(frac.chars()).collect();
         if !digits.bytes().all(|b| b.is_ascii_digit()) || digits.is_empty() {
             return None;
         }
-        let mut exponent = exp.checked_sub(frac.len() as i64)?;
         let trimmed = digits.trim_start_matches('0');
         if trimmed.is_empty() {
             return Some(Decimal {
@@ -145,10 +153,15 @@ impl Decimal {
                 exponent: 0,
             });
         }
+        let exp = match exp {
+            Some(e) => e.parse::<i128>().ok()?,
+            None => 0,
+        };
+        let mut exponent = exp.checked_sub(i128::try_from(frac.len()).ok()?)?;
         digits = trimmed.to_string();
         while digits.ends_with('0') {
             digits.pop();
-            exponent += 1;
+            exponent = exponent.checked_add(1)?;
         }
         Some(Decimal {
             negative,
@@ -178,6 +191,17 @@ mod tests {
         assert!(!m("9007199254740993", "9007199254740992"));
         assert!(!m("0.1", "0.10000000000000001"));
         assert!(!m("-1", "1"));
+        // Exponents past i64: exact, and never a panic or a match by default.
+        assert!(m("10e9223372036854775807", "1e9223372036854775808"));
+        assert!(!m("10e9223372036854775807", "1"));
+        assert!(!m("1.5e-9223372036854775808", "2.5e-9223372036854775808"));
+        assert!(m("1.5e-9223372036854775808", "15e-9223372036854775809"));
+        // Beyond i128: only the same text matches.
+        let huge = "1e999999999999999999999999999999999999999";
+        assert!(m(huge, huge));
+        assert!(!m(huge, "7e999999999999999999999999999999999999999"));
+        assert!(!m(huge, "1"));
+        assert!(m("0e999999999999999999999999999999999999999", "0"));
     }
 
     #[test]
