@@ -706,3 +706,17 @@ fn postgres_a_role_that_may_only_read_and_insert_can_append() {
     }
     assert!(denied, "UPDATE is not granted");
 }
+
+#[test]
+fn verify_reports_a_value_that_is_not_text_as_a_broken_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = five_records(dir.path());
+    sql(&path, &["UPDATE records SET state = X'FF00' WHERE id = 3"]);
+    let (id, why) = first_break(&path);
+    assert_eq!(id, 3, "{why}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = five_records(dir.path());
+    sql(&path, &["UPDATE records SET body = X'7B22FF' WHERE id = 4"]);
+    let (id, why) = first_break(&path);
+    assert_eq!(id, 4, "{why}");
+}
