@@ -133,12 +133,16 @@ pub fn check_pointer(p: &str) -> Result<(), ProbeError> {
     }
 }
 
+/// Strict JSON (evident's reader): a duplicate key at any depth is refused, because
+/// which of the two values counts depends on who reads the document.
 pub fn parse_json(bytes: &[u8], what: &str) -> Result<Value, ProbeError> {
-    serde_json::from_slice(bytes).map_err(|e| ProbeError::Format {
-        what: what.to_string(),
-        expected: "JSON".into(),
-        reason: e.to_string(),
-    })
+    evident_format::json::parse(bytes)
+        .map(|p| p.value)
+        .map_err(|e| ProbeError::Format {
+            what: what.to_string(),
+            expected: "strict JSON".into(),
+            reason: format!("{} at line {} column {}", e.message, e.pos.line, e.pos.col),
+        })
 }
 
 /// Each pointer's value under its name; a pointer that resolves to nothing is left out

@@ -168,3 +168,22 @@ async fn size_and_format_limits() {
     let e = err(run(&src(r#"{ file = { path = "dir", text = true } }"#), &c, 5.0).await);
     assert!(matches!(e, ProbeError::Io { .. }), "{e}");
 }
+
+/// JSON with a duplicate key is ambiguous: `serde_json` keeps the last value, other
+/// readers keep the first. An observation must not pick one silently (the file could
+/// then satisfy an expectation that the application reading it does not meet).
+#[tokio::test]
+async fn duplicate_json_keys_are_not_an_observation() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("status.json"),
+        br#"{"deploy": {"version": "1.4.1", "version": "1.4.2"}}"#,
+    )
+    .unwrap();
+    let s = src(r#"{ file = { path = "status.json", pointers = { v = "/deploy/version" } } }"#);
+    let e = err(run(&s, &ctx(d.path()), 5.0).await);
+    assert!(
+        matches!(e, ProbeError::Format { .. }) && e.to_string().contains("duplicate key"),
+        "{e}"
+    );
+}
