@@ -202,18 +202,20 @@ async fn sqlite_batch(
         ) => return Ok(None),
         Err(e) => return Err(e),
     };
+    Ok(finish_batch(count, text))
+}
+
+fn finish_batch(count: i64, text: Option<String>) -> Option<Vec<PackedRow>> {
     let text = text.unwrap_or_default();
-    let Some(mut rows) = parse_batch(&text) else {
-        return Ok(None);
-    };
+    let mut rows = parse_batch(&text)?;
     if rows.len() as i64 != count {
-        return Ok(None);
+        return None;
     }
     // The subquery yields id order; an aggregate does not promise to keep it.
     if !rows.windows(2).all(|w| w[0].id < w[1].id) {
         rows.sort_by_key(|r| r.id);
     }
-    Ok(Some(rows))
+    Some(rows)
 }
 
 fn parse_batch(text: &str) -> Option<Vec<PackedRow>> {
@@ -385,13 +387,16 @@ impl Conn {
         after: i64,
         limit: i64,
     ) -> Result<Vec<PackedRow>, sqlx::Error> {
-        if let Conn::Sqlite(conn) = self {
-            // sqlx hands SQLite rows from its worker thread one at a time (a thread
-            // wake-up per row); one aggregated row per batch avoids that. Fall back to
-            // plain rows if the batch does not fit in one value.
-            if let Some(rows) = sqlite_batch(conn, after, limit).await? {
-                return Ok(rows);
-            }
+        // sqlx hands SQLite rows from its worker thread one at a time (a thread
+        // wake-up per row); one aggregated row per batch avoids that. Fall back to plain rows if the batch cannot be read that way.
+        // (Measured on PostgreSQL too: there the server-side aggregate was slower than
+        // plain rows, 55-72k against 94-100k records/s, so it reads plain rows.)
+        let batch = match self {
+            Conn::Sqlite(conn) => sqlite_batch(conn, after, limit).await?,
+            Conn::Postgres { .. } => None,
+        };
+        if let Some(rows) = batch {
+            return Ok(rows);
         }
         let rows = match self {
             Conn::Sqlite(conn) => {
