@@ -112,6 +112,14 @@ pub async fn run(
     }
 
     let observations = observe_all(&contract.checks, settings).await;
+    // Each probe scrubs the secrets it used; this scrubs every observation with the
+    // secrets of every check, so one check cannot show another's secret.
+    let mut scrub = evident_probes::Scrubber::default();
+    for check in &contract.checks {
+        check
+            .source
+            .register_secrets(&settings.context.env, &mut scrub);
+    }
 
     let own = claim.claim.evidence.len();
     let mut document = claim.raw.clone();
@@ -136,9 +144,9 @@ pub async fn run(
         let (observed, error) = match obs.value {
             Ok(obj) => {
                 let error = no_test_ran(check, &obj);
-                (Value::Object(obj), error)
+                (scrub.scrub_value(Value::Object(obj)), error)
             }
-            Err(e) => (Value::Null, Some(e.to_string())),
+            Err(e) => (Value::Null, Some(scrub.scrub(&e.to_string()))),
         };
         let at = Timestamp::from_instant(obs.completed_at);
         let mut item = serde_json::json!({

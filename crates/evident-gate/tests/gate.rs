@@ -884,3 +884,68 @@ async fn an_inline_password_is_refused_and_never_shown() {
     let shown = format!("{:?} {:?}", o.runs, o.verdict);
     assert!(!shown.contains("pa55word-inline"), "{shown}");
 }
+
+/// A secret the contract names for one check (here an API token passed to a command)
+/// must not show through another check that happens to observe it (a config file read
+/// as text, a command that prints it): every secret of the contract is scrubbed from
+/// every observation and error, not only from the check that named it.
+#[tokio::test]
+async fn a_secret_named_by_one_check_never_shows_through_another() {
+    const TOKEN: &str = "tok-6e1f0a9c-cross-check";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.txt"),
+        format!("api_token={TOKEN}\n"),
+    )
+    .unwrap();
+    let c = claim(&[("m1", "state_write", "config")], 5);
+    let contract = r#"
+[policy]
+requires = ["state_readback"]
+
+[[check]]
+id = "uses-token"
+check_type = "test_run"
+covers = { id = "m1" }
+source = { command = { argv = ["/bin/true"], env = { API_TOKEN = { env = "GATE_API_TOKEN" } } } }
+
+[[check]]
+id = "config-text"
+check_type = "state_readback"
+covers = { id = "m1" }
+source = { file = { path = "config.txt", text = true } }
+expected = { exists = true }
+
+[[check]]
+id = "prints-config"
+check_type = "test_run"
+covers = { id = "m1" }
+source = { command = { argv = ["cat config.txt; echo 'test result: ok. 1 passed; 0 failed;'"], shell = true, runner = "cargo", capture_output = true } }
+
+[[check]]
+id = "fails-with-it"
+check_type = "state_readback"
+covers = { id = "m1" }
+source = { file = { path = "config.txt", pointers = { t = "/t" } } }
+expected = { json = { t = "x" } }
+"#;
+    let mut env = base_env();
+    env.insert("GATE_API_TOKEN".into(), TOKEN.into());
+    let o = gate_env(contract, &c, dir.path(), env, Duration::from_secs(60)).await;
+    // The file and the command did observe it (as ***).
+    assert_eq!(o.runs[1].observed["text"], json!("api_token=***\n"));
+    assert!(
+        o.runs[2].observed["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("api_token=***")
+    );
+    let shown = format!(
+        "{} {:?} {:?} {}",
+        o.document,
+        o.runs,
+        o.verdict,
+        evident_gate::junit::render(&o)
+    );
+    assert!(!shown.contains(TOKEN), "{shown}");
+}

@@ -285,6 +285,39 @@ impl Source {
         }
     }
 
+    /// Register every secret this source names in the environment with `scrub`: URLs
+    /// held in env vars (with their passwords and query tokens) and `{ env = "NAME" }`
+    /// values of headers and command variables. The gate scrubs every observation with
+    /// the secrets of the whole contract, so a secret one check uses cannot show
+    /// through another that happens to observe it (a config file read as text).
+    /// Variables a command only inherits (`inherit_env`: PATH, HOME, ...) are not
+    /// secrets of the contract and are left out.
+    pub fn register_secrets(&self, env: &BTreeMap<String, String>, scrub: &mut Scrubber) {
+        let mut value = |v: &EnvValue| {
+            if let EnvValue::Env(r) = v
+                && let Some(x) = env.get(&r.env)
+            {
+                scrub.add(x);
+            }
+        };
+        let mut urls: Vec<&str> = Vec::new();
+        match self {
+            Source::Command(c) => c.env.values().for_each(&mut value),
+            Source::Http(h) => {
+                h.headers.values().for_each(&mut value);
+                urls.extend(h.url_env.as_deref());
+            }
+            Source::Postgres(s) | Source::Mysql(s) => urls.push(&s.url_env),
+            Source::Redis(r) => urls.push(&r.url_env),
+            Source::File(_) | Source::Sqlite(_) | Source::Git(_) => {}
+        }
+        for name in urls {
+            if let Some(u) = env.get(name) {
+                scrub.add_url(u);
+            }
+        }
+    }
+
     fn own_timeout(&self) -> Option<f64> {
         match self {
             Source::Command(c) => c.timeout_s,
