@@ -47,6 +47,10 @@ pub struct ExportArgs {
     /// Write to this file instead of standard output.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Accepted for symmetry with the other commands: the export is always JSON Lines.
+    #[arg(long)]
+    #[allow(dead_code)]
+    json: bool,
 }
 
 pub fn run(command: Command) -> anyhow::Result<u8> {
