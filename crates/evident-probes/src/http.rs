@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ProbeError;
 use crate::file::{check_pointer, contains, parse_json, pointer_values};
-use crate::secret::{Scrubber, env_var, resolve};
+use crate::secret::{EnvValue, Scrubber, env_var, resolve};
 use crate::spec::{HttpSpec, Method, Redirects};
 use crate::{Context, Object};
 
@@ -21,23 +21,24 @@ struct Clients {
     follow: reqwest::Client,
 }
 
+fn build(policy: reqwest::redirect::Policy) -> Result<reqwest::Client, String> {
+    // The process-wide provider; ignore "already installed" (same or another).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .redirect(policy)
+        .user_agent(concat!("evident-probes/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))
+}
+
 /// Built once: building a client loads the TLS roots. No connection is pooled, so a
 /// client is safe to share between runtimes and every probe sees a fresh connection.
 fn clients() -> Result<&'static Clients, ProbeError> {
     static CLIENTS: OnceLock<Result<Clients, String>> = OnceLock::new();
     CLIENTS
         .get_or_init(|| {
-            // The process-wide provider; ignore "already installed" (same or another).
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let build = |policy| {
-                reqwest::Client::builder()
-                    .no_proxy()
-                    .pool_max_idle_per_host(0)
-                    .redirect(policy)
-                    .user_agent(concat!("evident-probes/", env!("CARGO_PKG_VERSION")))
-                    .build()
-                    .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))
-            };
             Ok(Clients {
                 no_redirect: build(reqwest::redirect::Policy::none())?,
                 follow: build(reqwest::redirect::Policy::limited(MAX_REDIRECTS))?,
@@ -45,6 +46,62 @@ fn clients() -> Result<&'static Clients, ProbeError> {
         })
         .as_ref()
         .map_err(|e| ProbeError::Http { reason: e.clone() })
+}
+
+/// A redirect hop refused because it would carry secret headers to another origin.
+#[derive(Debug)]
+struct CrossOrigin(String);
+
+impl std::fmt::Display for CrossOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "redirect to another origin ({}) refused: the request carries headers from the environment, which must not reach another host",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for CrossOrigin {}
+
+/// Same host, and the same scheme and port or an upgrade to https.
+fn same_origin(from: &url::Url, to: &url::Url) -> bool {
+    from.host_str() == to.host_str()
+        && ((from.scheme() == to.scheme()
+            && from.port_or_known_default() == to.port_or_known_default())
+            || to.scheme() == "https")
+}
+
+/// For a request with headers from the environment: follows redirects only within the
+/// origin. reqwest itself strips only `Authorization` and cookies on a cross-host hop,
+/// so an `X-Api-Key` taken from the environment would reach any host redirected to.
+fn guarded_follow() -> Result<reqwest::Client, ProbeError> {
+    build(reqwest::redirect::Policy::custom(|attempt| {
+        let cross = attempt
+            .previous()
+            .last()
+            .is_some_and(|prev| !same_origin(prev, attempt.url()));
+        if cross {
+            let to = authority(attempt.url());
+            attempt.error(CrossOrigin(to))
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    }))
+    .map_err(|reason| ProbeError::Http { reason })
+}
+
+fn cross_origin(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if let Some(x) = c.downcast_ref::<CrossOrigin>() {
+            return Some(x.to_string());
+        }
+        cur = c.source();
+    }
+    None
 }
 
 /// The causes of an error, without reqwest's top line (which prints the URL).
@@ -119,7 +176,13 @@ pub async fn observe(
     let max = spec.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
     let target = authority(&url);
     let clients = clients()?;
+    let secret_headers = spec.headers.values().any(|v| matches!(v, EnvValue::Env(_)));
+    let guarded;
     let client = match spec.redirects {
+        Redirects::Follow if secret_headers => {
+            guarded = guarded_follow()?;
+            &guarded
+        }
         Redirects::Follow => &clients.follow,
         Redirects::Refuse | Redirects::Observe => &clients.no_redirect,
     };
@@ -146,7 +209,8 @@ pub async fn observe(
             ProbeError::Timeout { limit_ms }
         } else if e.is_redirect() {
             ProbeError::Http {
-                reason: format!("more than {MAX_REDIRECTS} redirects"),
+                reason: cross_origin(&e)
+                    .unwrap_or_else(|| format!("more than {MAX_REDIRECTS} redirects")),
             }
         } else if refused(&e) {
             ProbeError::ConnectionRefused {

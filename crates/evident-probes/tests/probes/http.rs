@@ -337,3 +337,71 @@ async fn unbounded_gate_limit_is_fine() {
     .await;
     assert_eq!(ok(o)["exists"], json!(true));
 }
+
+/// Following a redirect to another origin must not carry a header whose value comes
+/// from the environment: reqwest strips only `Authorization` and cookies, so an
+/// `X-Api-Key = { env = ... }` would reach whatever host the endpoint redirects to.
+/// The hop is refused (an error, so unverified); a same-origin redirect still works.
+#[tokio::test]
+async fn secret_headers_never_follow_a_redirect_to_another_origin() {
+    let s = Server::start().await;
+    let d = root();
+    let mut c = ctx(d.path());
+    c.env.insert("API_KEY".into(), SECRET.into());
+    // Another origin that records what it is sent.
+    let other = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other_addr = other.local_addr().unwrap();
+    let seen = std::sync::Arc::new(tokio::sync::Mutex::new(Vec::<u8>::new()));
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut sock, _)) = other.accept().await {
+            let mut buf = vec![0u8; 8192];
+            let n = sock.read(&mut buf).await.unwrap_or(0);
+            seen2.lock().await.extend_from_slice(&buf[..n]);
+            let body = br#"{"version":"1.2.3"}"#;
+            let _ = sock
+                .write_all(
+                    format!(
+                        "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+                        body.len()
+                    )
+                    .as_bytes(),
+                )
+                .await;
+            let _ = sock.write_all(body).await;
+        }
+    });
+    let away = src(&format!(
+        r#"{{ http = {{ url = "{}", redirects = "follow", headers = {{ X-Api-Key = {{ env = "API_KEY" }} }}, pointers = {{ v = "/version" }} }} }}"#,
+        s.url(&format!("/away/{other_addr}/steal"))
+    ));
+    let e = err(run(&away, &c, 5.0).await);
+    assert!(e.to_string().contains("another origin"), "{e}");
+    let sent = String::from_utf8_lossy(&seen.lock().await).into_owned();
+    assert!(
+        !sent.contains(SECRET),
+        "the secret header reached another origin: {sent}"
+    );
+    // Same origin: followed as before, header and all.
+    let same = src(&format!(
+        r#"{{ http = {{ url = "{}", redirects = "follow", headers = {{ X-Api-Key = {{ env = "API_KEY" }} }}, pointers = {{ v = "/version" }} }} }}"#,
+        s.url("/redirect")
+    ));
+    let o = ok(run(&same, &c, 5.0).await);
+    assert_eq!(o["json"]["v"], json!("1.2.3"));
+    // Same origin, looping: still capped.
+    let looping = src(&format!(
+        r#"{{ http = {{ url = "{}", redirects = "follow", headers = {{ X-Api-Key = {{ env = "API_KEY" }} }} }} }}"#,
+        s.url("/loop")
+    ));
+    let e = err(run(&looping, &c, 10.0).await);
+    assert!(e.to_string().contains("more than 10 redirects"), "{e}");
+    // No secret header: a redirect to another origin is followed as before.
+    let plain = src(&format!(
+        r#"{{ http = {{ url = "{}", redirects = "follow", pointers = {{ v = "/version" }} }} }}"#,
+        s.url(&format!("/away/{other_addr}/plain"))
+    ));
+    let o = ok(run(&plain, &c, 5.0).await);
+    assert_eq!(o["json"]["v"], json!("1.2.3"));
+}

@@ -119,6 +119,12 @@ async fn handle(mut sock: TcpStream) {
             Vec::new(),
         ),
         "/loop" => ("302 Found", vec!["Location: /loop".into()], Vec::new()),
+        // `/away/HOST:PORT/PATH` redirects to `http://HOST:PORT/PATH` (another origin).
+        p if p.starts_with("/away/") => (
+            "302 Found",
+            vec![format!("Location: http://{}", &p["/away/".len()..])],
+            Vec::new(),
+        ),
         "/auth" => {
             if header("authorization").as_deref() == Some(&format!("Bearer {TOKEN}")) {
                 ("200 OK", vec![], b"{\"user\":\"owner\"}".to_vec())
