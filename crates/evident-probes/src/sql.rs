@@ -1,6 +1,7 @@
 //! SQL readback: one query with bound parameters; the first row as typed JSON plus the
-//! number of rows. SQLite is opened read-only; PostgreSQL and MySQL run the query in a
-//! READ ONLY transaction that is rolled back, so a readback can never write.
+//! number of rows. SQLite is opened read-only and query_only; PostgreSQL runs the query
+//! in a READ ONLY transaction and MySQL in a READ ONLY session and transaction, rolled
+//! back, so a readback can never write.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -220,6 +221,9 @@ pub async fn observe_sqlite(
     let opts = SqliteConnectOptions::new()
         .filename(&path)
         .read_only(true)
+        // A read-only connection still runs `VACUUM INTO 'file'` (a copy written
+        // anywhere); query_only refuses every statement that would write.
+        .pragma("query_only", "ON")
         .create_if_missing(false)
         .busy_timeout(Duration::from_secs(5));
     let target = format!("sqlite {}", spec.path);
@@ -520,6 +524,11 @@ pub async fn observe_mysql(
                 (secs * 1000.0) as u64
             )))
             .await;
+        // DDL (DROP, TRUNCATE, ...) commits the open transaction implicitly and runs
+        // outside it; with the session read-only, the transaction it starts is too.
+        conn.execute("SET SESSION TRANSACTION READ ONLY")
+            .await
+            .map_err(query_error)?;
         conn.execute("START TRANSACTION READ ONLY")
             .await
             .map_err(query_error)?;

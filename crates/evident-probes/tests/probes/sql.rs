@@ -90,6 +90,17 @@ async fn sqlite_failures() {
     .await);
     assert!(matches!(e, ProbeError::BadQuery { .. }), "{e}");
     assert!(e.to_string().contains("readonly"), "{e}");
+    // VACUUM INTO writes a copy of the database even on a read-only connection; the
+    // connection is query_only, so it is refused and no copy holds any data.
+    let e = err(run(
+        &src(r#"{ sqlite = { path = "billing.db", query = "VACUUM INTO 'copy.db'" } }"#),
+        &c,
+        10.0,
+    )
+    .await);
+    assert!(matches!(e, ProbeError::BadQuery { .. }), "{e}");
+    let copy = std::fs::metadata(inner.join("copy.db")).map_or(0, |m| m.len());
+    assert_eq!(copy, 0, "VACUUM INTO wrote a copy");
     let o = ok(run(
         &src(
             r#"{ sqlite = { path = "billing.db", query = "SELECT count(*) AS n FROM accounts" } }"#,
@@ -396,6 +407,25 @@ async fn mysql_readback() {
     )
     .await);
     assert!(e.to_string().to_lowercase().contains("read only"), "{e}");
+    // DDL commits the read-only transaction implicitly and would then run outside it:
+    // the session itself is read-only, so it is refused and the table stays.
+    for ddl in [
+        format!("TRUNCATE TABLE {table}"),
+        format!("DROP TABLE {table}"),
+    ] {
+        let e = err(run(&q(ddl.clone(), "[]"), &c, 10.0).await);
+        assert!(
+            e.to_string().to_lowercase().contains("read only"),
+            "{ddl}: {e}"
+        );
+    }
+    let o = ok(run(
+        &q(format!("SELECT COUNT(*) AS n FROM {table}"), "[]"),
+        &c,
+        10.0,
+    )
+    .await);
+    assert_eq!(o["n"], json!(2));
     let e = err(run(&q(format!("SELECT nope FROM {table}"), "[]"), &c, 10.0).await);
     assert!(matches!(e, ProbeError::BadQuery { .. }), "{e}");
     let e = err(run(&q("SELECT SLEEP(10)".into(), "[]"), &c, 1.0).await);
