@@ -198,6 +198,35 @@ impl Contract {
                 }
                 _ => {}
             }
+            // An http probe observes `body_contains` as true/false for its own text. An
+            // expected text is met by `true` only in endpoint_health, and only if it is
+            // that same text; otherwise the verdict would rest on a text nobody looked
+            // for, or refute a body that does contain it.
+            if let (Source::Http(h), Some(Value::String(want))) = (
+                &c.source,
+                c.expected.as_ref().and_then(|e| e.get("body_contains")),
+            ) {
+                let path = format!("check[{i}].expected.body_contains");
+                if c.check_type != CheckType::EndpointHealth {
+                    return err(
+                        path,
+                        format!(
+                            "a {} check observes body_contains as true or false: set source.http.body_contains = {want:?} and expect body_contains = true",
+                            c.check_type
+                        ),
+                    );
+                }
+                if let Some(looked_for) = &h.body_contains
+                    && looked_for != want
+                {
+                    return err(
+                        path,
+                        format!(
+                            "expects the body to contain {want:?}, but the probe looks for {looked_for:?} (source.http.body_contains); write the text once"
+                        ),
+                    );
+                }
+            }
         }
         Ok(())
     }

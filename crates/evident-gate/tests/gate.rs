@@ -949,3 +949,61 @@ expected = { json = { t = "x" } }
     );
     assert!(!shown.contains(TOKEN), "{shown}");
 }
+
+/// `body_contains` in `expected` must be the text the probe looks for. The probe
+/// observes a boolean for its own substring; compared with another expected string,
+/// an `endpoint_health` check was satisfied by the wrong text (verified while nobody
+/// looked for it) and a `state_readback` check was refuted (a string never equals the
+/// observed `true`). Both are contract errors that name the path.
+#[test]
+fn body_contains_must_be_the_text_the_probe_looks_for() {
+    let contract = |check_type: &str, source_extra: &str, expected: &str| {
+        format!(
+            "[policy]\nrequires = []\n[[check]]\nid = \"h\"\ncheck_type = \"{check_type}\"\ncovers = {{ id = \"m1\" }}\nsource = {{ http = {{ url = \"http://127.0.0.1:1/health\"{source_extra} }} }}\nexpected = {expected}\n"
+        )
+    };
+    let e = Contract::parse(
+        contract(
+            "endpoint_health",
+            ", body_contains = \"ok\"",
+            "{ status = 200, body_contains = \"1.4.2\" }",
+        )
+        .as_bytes(),
+        "c.toml",
+    )
+    .unwrap_err();
+    assert_eq!(e.path, "check[0].expected.body_contains", "{e}");
+    let e = Contract::parse(
+        contract("state_readback", "", "{ body_contains = \"1.4.1\" }").as_bytes(),
+        "c.toml",
+    )
+    .unwrap_err();
+    assert_eq!(e.path, "check[0].expected.body_contains", "{e}");
+    // Still accepted: the same text in both places, a text only in expected (adopted
+    // by the probe), and a state_readback expecting the observed boolean.
+    for (t, extra, expected) in [
+        (
+            "endpoint_health",
+            ", body_contains = \"ok\"",
+            "{ status = 200, body_contains = \"ok\" }",
+        ),
+        (
+            "endpoint_health",
+            "",
+            "{ status = 200, body_contains = \"ok\" }",
+        ),
+        (
+            "endpoint_health",
+            ", body_contains = \"ok\"",
+            "{ status = 200, body_contains = true }",
+        ),
+        (
+            "state_readback",
+            ", body_contains = \"ok\"",
+            "{ body_contains = true }",
+        ),
+    ] {
+        Contract::parse(contract(t, extra, expected).as_bytes(), "c.toml")
+            .unwrap_or_else(|e| panic!("{t} {extra} {expected}: {e}"));
+    }
+}
