@@ -256,19 +256,44 @@ fn toml_value(bytes: &[u8], file: &str) -> Result<Value, Error> {
             message: e.message().to_string(),
         }
     })?;
-    Ok(toml_to_json(toml::Value::Table(table)))
+    toml_to_json(toml::Value::Table(table), "").map_err(|(path, message)| Error {
+        file: file.into(),
+        path,
+        pos: None,
+        message,
+    })
 }
 
-fn toml_to_json(v: toml::Value) -> Value {
-    match v {
+/// TOML → JSON. `nan` and `inf` have no JSON form: an error at their path (as `null`
+/// they would be met by a NULL column).
+fn toml_to_json(v: toml::Value, path: &str) -> Result<Value, (String, String)> {
+    Ok(match v {
         toml::Value::String(s) => Value::String(s),
         toml::Value::Integer(i) => Value::from(i),
-        toml::Value::Float(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        toml::Value::Float(f) => match serde_json::Number::from_f64(f) {
+            Some(n) => Value::Number(n),
+            None => {
+                return Err((
+                    path.to_string(),
+                    format!("{f} is not a JSON number (nan and inf cannot be compared)"),
+                ));
+            }
+        },
         toml::Value::Boolean(b) => Value::Bool(b),
         toml::Value::Datetime(d) => Value::String(d.to_string()),
-        toml::Value::Array(a) => Value::Array(a.into_iter().map(toml_to_json).collect()),
-        toml::Value::Table(t) => {
-            Value::Object(t.into_iter().map(|(k, v)| (k, toml_to_json(v))).collect())
-        }
-    }
+        toml::Value::Array(a) => Value::Array(
+            a.into_iter()
+                .enumerate()
+                .map(|(i, v)| toml_to_json(v, &json::push_index(path, i)))
+                .collect::<Result<_, _>>()?,
+        ),
+        toml::Value::Table(t) => Value::Object(
+            t.into_iter()
+                .map(|(k, v)| {
+                    let child = json::push_key(path, &k);
+                    toml_to_json(v, &child).map(|v| (k, v))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    })
 }

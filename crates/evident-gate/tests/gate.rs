@@ -1007,3 +1007,17 @@ fn body_contains_must_be_the_text_the_probe_looks_for() {
             .unwrap_or_else(|e| panic!("{t} {extra} {expected}: {e}"));
     }
 }
+
+/// TOML has `nan` and `inf`; JSON has no such number. Read as `null`, an expectation
+/// `{ zip = nan }` was met by a NULL column. They are errors that name the path.
+#[test]
+fn toml_nan_and_inf_are_refused_not_read_as_null() {
+    for v in ["nan", "+inf", "-inf"] {
+        let toml = format!(
+            "[policy]\nrequires = []\n[[check]]\nid = \"z\"\ncheck_type = \"state_readback\"\ncovers = {{ id = \"m1\" }}\nsource = {{ sqlite = {{ path = \"b.db\", query = \"SELECT zip FROM a\" }} }}\nexpected = {{ zip = {v} }}\n"
+        );
+        let e = Contract::parse(toml.as_bytes(), "c.toml").unwrap_err();
+        assert_eq!(e.path, "check[0].expected.zip", "{v}: {e}");
+        assert!(e.message.contains("not a JSON number"), "{v}: {e}");
+    }
+}
