@@ -86,6 +86,9 @@ pub async fn observe(spec: &GitSpec, ctx: &Context) -> Result<Object, ProbeError
         ("GIT_CONFIG_GLOBAL".to_string(), "/dev/null".to_string()),
         ("GIT_TERMINAL_PROMPT".to_string(), "0".to_string()),
         ("GIT_OPTIONAL_LOCKS".to_string(), "0".to_string()),
+        // Objects as committed: replace refs would let the repository's owner show
+        // another blob (or commit) under a committed id.
+        ("GIT_NO_REPLACE_OBJECTS".to_string(), "1".to_string()),
         ("LC_ALL".to_string(), "C".to_string()),
     ];
     if let Some(p) = path_var {

@@ -169,3 +169,29 @@ async fn git_failures() {
     .await);
     assert!(matches!(e, ProbeError::Oversize { .. }), "{e}");
 }
+
+/// Replace refs (`git replace`) let whoever controls the repository substitute any
+/// object: the committed file would read as another blob and its digest would match an
+/// expectation the commit does not meet. The probe reads the objects as committed.
+#[tokio::test]
+async fn replace_refs_cannot_forge_a_committed_file() {
+    let d = tempfile::tempdir().unwrap();
+    let (_, _) = repo(d.path());
+    let r = d.path().join("repo");
+    let real = git(&r, &["rev-parse", "HEAD:zip.txt"]);
+    std::fs::write(d.path().join("fake"), "94107\n").unwrap();
+    let fake = git(&r, &["hash-object", "-w", "../fake"]);
+    git(&r, &["replace", &real, &fake]);
+    // Plain git now shows the forged content.
+    assert_eq!(git(&r, &["cat-file", "blob", "HEAD:zip.txt"]), "94107");
+    let o = ok(run(
+        &src(r#"{ git = { repo = "repo", file = "zip.txt" } }"#),
+        &ctx(d.path()),
+        10.0,
+    )
+    .await);
+    assert_eq!(
+        o["file_sha256"],
+        json!(hex::encode(Sha256::digest(b"10001\n")))
+    );
+}
