@@ -222,6 +222,11 @@ pub async fn run(
         },
     );
     let on_unverified = contract.policy.on_unverified.unwrap_or_default();
+    // What is shown and recorded is scrubbed too: an agent may have pasted a secret of
+    // the contract (a connection string, a token) into its own claim.
+    let mut verdict = verdict;
+    scrub_outputs(&scrub, &mut typed, &mut verdict, &mut warnings);
+    let document = scrub.scrub_value(document);
     let claim = ClaimDocument {
         claim: typed,
         raw: document.clone(),
@@ -235,6 +240,56 @@ pub async fn run(
         runs,
         on_unverified,
         warnings,
+    }
+}
+
+/// Scrubs every free-text part of the decided claim, the verdict and the warnings.
+fn scrub_outputs(
+    scrub: &evident_probes::Scrubber,
+    claim: &mut Claim,
+    verdict: &mut Verdict,
+    warnings: &mut [evident_format::Warning],
+) {
+    let s = |x: &mut String| *x = scrub.scrub(x);
+    let o = |x: &mut Option<String>| {
+        if let Some(v) = x {
+            *v = scrub.scrub(v);
+        }
+    };
+    let v = |x: &mut Value| *x = scrub.scrub_value(x.take());
+    s(&mut claim.task.id);
+    o(&mut claim.task.description);
+    o(&mut claim.task.requested_by);
+    o(&mut claim.claimed_outcome);
+    for m in &mut claim.mutations {
+        s(&mut m.id);
+        s(&mut m.kind);
+        o(&mut m.target);
+    }
+    for e in &mut claim.evidence {
+        s(&mut e.check_type);
+        o(&mut e.target);
+        v(&mut e.expected);
+        v(&mut e.observed_value);
+        e.covers.iter_mut().for_each(s);
+        s(&mut e.verifier.id);
+        o(&mut e.observation_error);
+    }
+    if let Some(p) = &mut claim.policy {
+        o(&mut p.id);
+    }
+    if let Some(x) = &mut claim.verdict {
+        v(x);
+    }
+    verdict.unmet.iter_mut().for_each(s);
+    s(&mut verdict.reason);
+    for f in &mut verdict.findings {
+        s(&mut f.check_type);
+        s(&mut f.detail);
+    }
+    for w in warnings {
+        s(&mut w.path);
+        s(&mut w.message);
     }
 }
 

@@ -1021,3 +1021,48 @@ fn toml_nan_and_inf_are_refused_not_read_as_null() {
         assert!(e.message.contains("not a JSON number"), "{v}: {e}");
     }
 }
+
+/// An agent that pasted a secret of the contract into its own claim (a connection
+/// string in its outcome, a token in its evidence) must not get the gate to print or
+/// record it: the decided claim, the verdict and the warnings are scrubbed too.
+#[tokio::test]
+async fn a_secret_the_agent_pasted_into_its_claim_is_not_shown() {
+    const TOKEN: &str = "tok-agent-pasted-77aa01";
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = claim(&[("m1", "state_write", "config")], 5);
+    c.0["claimed_outcome"] = json!(format!("connected with {TOKEN}"));
+    c.0["mutations"][0]["target"] = json!(format!("db/{TOKEN}"));
+    c.0[format!("x_{TOKEN}")] = json!(1);
+    c.0["evidence"] = json!([{
+        "check_type": "state_readback",
+        "target": TOKEN,
+        "expected": {"k": "v"},
+        "observed_value": {"k": TOKEN},
+        "at": c.0["mutations"][0]["at"].clone(),
+        "covers": ["m1"],
+        "verifier": {"id": "agent", "kind": "self_attested"}
+    }]);
+    let contract = r#"
+[policy]
+requires = ["test_run"]
+
+[[check]]
+id = "uses-token"
+check_type = "test_run"
+covers = { id = "m1" }
+source = { command = { argv = ["/bin/true"], env = { API_TOKEN = { env = "GATE_API_TOKEN" } } } }
+"#;
+    let mut env = base_env();
+    env.insert("GATE_API_TOKEN".into(), TOKEN.into());
+    let o = gate_env(contract, &c, dir.path(), env, Duration::from_secs(60)).await;
+    let shown = format!(
+        "{} {:?} {:?} {:?} {}",
+        o.document,
+        o.claim.claim,
+        o.verdict,
+        o.warnings,
+        evident_gate::junit::render(&o)
+    );
+    assert!(!shown.contains(TOKEN), "{shown}");
+    assert!(shown.contains("connected with ***"), "{shown}");
+}
