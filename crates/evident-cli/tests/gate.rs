@@ -255,3 +255,31 @@ fn signed_evidence_under_a_trust_list() {
     let warnings = v["verdict"]["warnings"].to_string();
     assert!(warnings.contains("no trust list"), "{warnings}");
 }
+
+/// `--timeout` beyond what a duration or the clock can hold is a usage error or a very
+/// long deadline, never a panic (exit 101).
+#[test]
+fn a_huge_timeout_is_not_a_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("f.txt"), "x").unwrap();
+    let contract = tmp.path().join("contract.toml");
+    std::fs::write(
+        &contract,
+        "[policy]\nrequires = [\"state_readback\"]\n[[check]]\nid = \"f\"\ncheck_type = \"state_readback\"\ncovers = { id = \"m1\" }\nsource = { file = { path = \"f.txt\" } }\nexpected = { exists = true }\n",
+    )
+    .unwrap();
+    let claim = tmp.path().join("claim.json");
+    std::fs::write(
+        &claim,
+        r#"{"spec_version": "0.1", "task": {"id": "t"}, "mutations": [{"id": "m1", "kind": "state_write", "at": "2020-01-01T00:00:00Z"}]}"#,
+    )
+    .unwrap();
+    for (timeout, want) in [("1e300", 2), ("1e19", 0), ("9.3e18", 0)] {
+        let (code, out, err) = run(evident(tmp.path())
+            .arg("gate")
+            .arg(&contract)
+            .arg(&claim)
+            .args(["--no-record", "--timeout", timeout]));
+        assert_eq!(code, want, "--timeout {timeout}: {out}\n{err}");
+    }
+}

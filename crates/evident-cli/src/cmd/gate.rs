@@ -58,9 +58,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         &args.claim
     };
     let claim = Claim::parse(&claim_bytes, claim_name).map_err(|e| anyhow!("{e}"))?;
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        anyhow::bail!("--timeout must be a positive number of seconds");
-    }
+    let deadline = Duration::try_from_secs_f64(args.timeout)
+        .ok()
+        .filter(|d| !d.is_zero() && args.timeout > 0.0)
+        .ok_or_else(|| {
+            anyhow!("--timeout must be a positive number of seconds (at most about 1.8e19)")
+        })?;
     let root = match &args.root {
         Some(r) => r.clone(),
         None => args
@@ -80,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let trust = crate::record::trust_list(&contract.contract.trust)?;
     let settings = Settings {
         jobs: args.jobs.max(1),
-        deadline: Duration::from_secs_f64(args.timeout),
+        deadline,
         context: evident_probes::Context::from_process(root),
         verifier_id: key
             .as_ref()
