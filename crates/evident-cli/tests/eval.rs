@@ -356,3 +356,28 @@ mod adapters {
         );
     }
 }
+
+/// `--threads` past any sensible count is a usage error, not an overflow panic (exit
+/// 101), an allocation abort or a hang spawning millions of threads.
+#[test]
+fn absurd_thread_counts_are_a_usage_error() {
+    for n in ["18446744073709551615", "100000000", "1025"] {
+        let out = evident()
+            .args(["eval", "--threads", n])
+            .arg(data("peer/cases.jsonl"))
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--threads {n}: {:?}", out);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--threads"),
+            "{n}"
+        );
+    }
+    let out = evident()
+        .args(["eval", "--threads", "1024"])
+        .arg(data("peer/cases.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}

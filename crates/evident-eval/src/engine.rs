@@ -34,13 +34,16 @@ pub enum Mode {
     ParseOnly,
 }
 
+/// The most worker threads [`run`] starts, whatever [`Options::threads`] asks.
+pub const MAX_THREADS: usize = 1024;
+
 /// How to run.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub mode: Mode,
     /// Report every bad line and evaluate the rest, instead of stopping at the first.
     pub keep_going: bool,
-    /// Worker threads; 0 means one per available core.
+    /// Worker threads; 0 means one per available core; at most [`MAX_THREADS`].
     pub threads: usize,
     /// Target chunk size in bytes (a chunk always ends at a line end).
     pub chunk_bytes: usize,
@@ -138,6 +141,7 @@ struct Done {
 ///
 /// `rescan`, when given, re-opens the same input; it is used only to name the lines of
 /// a duplicate case id in metrics mode (standard input cannot be re-read).
+/// More than [`MAX_THREADS`] workers are never started.
 pub fn run(
     input: &mut (dyn Read + Send),
     out: &mut dyn Write,
@@ -150,7 +154,8 @@ pub fn run(
             .map(|n| n.get())
             .unwrap_or(1),
         n => n,
-    };
+    }
+    .min(MAX_THREADS);
     let chunk_bytes = opts.chunk_bytes.max(1024);
     let io_err = |source: io::Error| EngineError::Io {
         label: opts.label.clone(),

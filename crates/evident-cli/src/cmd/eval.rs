@@ -30,8 +30,8 @@ pub struct Args {
     /// Report every bad line on stderr and evaluate the rest (exit code 2 at the end).
     #[arg(long)]
     pub keep_going: bool,
-    /// Worker threads (default: one per core).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// Worker threads (default: one per core; at most 1024).
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = thread_count)]
     pub threads: usize,
     /// Read trace files through this adapter instead of case JSONL.
     #[arg(long, value_name = "FORMAT", value_parser = format_names(), requires = "requirements")]
@@ -42,6 +42,17 @@ pub struct Args {
     /// Never draw the progress line (it is drawn only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+}
+
+/// 0 (one per core) to [`evident_eval::engine::MAX_THREADS`].
+fn thread_count(s: &str) -> Result<usize, String> {
+    let max = evident_eval::engine::MAX_THREADS;
+    match s.parse::<usize>() {
+        Ok(n) if n <= max => Ok(n),
+        _ => Err(format!(
+            "expected a number of threads from 0 (one per core) to {max}"
+        )),
+    }
 }
 
 pub(crate) fn format_names() -> clap::builder::PossibleValuesParser {
