@@ -283,3 +283,31 @@ fn a_huge_timeout_is_not_a_panic() {
         assert_eq!(code, want, "--timeout {timeout}: {out}\n{err}");
     }
 }
+
+/// `--jobs` past tokio's semaphore limit (2^61 - 1) is not a panic: there are never
+/// more checks at once than checks.
+#[test]
+fn a_huge_jobs_count_is_not_a_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("f.txt"), "x").unwrap();
+    let contract = tmp.path().join("contract.toml");
+    std::fs::write(
+        &contract,
+        "[policy]\nrequires = [\"state_readback\"]\n[[check]]\nid = \"f\"\ncheck_type = \"state_readback\"\ncovers = { id = \"m1\" }\nsource = { file = { path = \"f.txt\" } }\nexpected = { exists = true }\n",
+    )
+    .unwrap();
+    let claim = tmp.path().join("claim.json");
+    std::fs::write(
+        &claim,
+        r#"{"spec_version": "0.1", "task": {"id": "t"}, "mutations": [{"id": "m1", "kind": "state_write", "at": "2020-01-01T00:00:00Z"}]}"#,
+    )
+    .unwrap();
+    for jobs in ["18446744073709551615", "2305843009213693952"] {
+        let (code, out, err) = run(evident(tmp.path())
+            .arg("gate")
+            .arg(&contract)
+            .arg(&claim)
+            .args(["--no-record", "--jobs", jobs]));
+        assert_eq!(code, 0, "--jobs {jobs}: {out}\n{err}");
+    }
+}

@@ -317,7 +317,9 @@ fn push_evidence(document: &mut Value, item: Value) {
 /// Runs every check, at most `jobs` at once, all under one deadline. Results come
 /// back in contract order.
 async fn observe_all(checks: &[Check], settings: &Settings) -> Vec<(Observation, Duration)> {
-    let limit = Arc::new(tokio::sync::Semaphore::new(settings.jobs.max(1)));
+    // Never more permits than checks (tokio's semaphore panics past 2^61 - 1).
+    let jobs = settings.jobs.clamp(1, checks.len().max(1));
+    let limit = Arc::new(tokio::sync::Semaphore::new(jobs));
     // A deadline past what the clock can represent means no deadline in practice.
     let now = Instant::now();
     let deadline = now
