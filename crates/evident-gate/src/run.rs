@@ -143,7 +143,7 @@ pub async fn run(
         }
         let (observed, error) = match obs.value {
             Ok(obj) => {
-                let error = no_test_ran(check, &obj);
+                let error = no_test_ran(check, &obj).or_else(|| cut_output(&expected, &obj));
                 (scrub.scrub_value(Value::Object(obj)), error)
             }
             Err(e) => (Value::Null, Some(scrub.scrub(&e.to_string()))),
@@ -300,6 +300,19 @@ fn no_test_ran(check: &Check, observed: &Map<String, Value>) -> Option<String> {
     let is_test = check.check_type == evident_format::CheckType::TestRun;
     (is_test && observed.get("ran") == Some(&Value::Bool(false))).then(|| {
         "no test ran: the runner reported zero tests (or no summary was found), so the run says nothing about the change".to_string()
+    })
+}
+
+/// Captured output cut at `max_output_bytes` is a prefix: an expectation on it would
+/// be met by output that goes on to say something else, so it cannot be checked.
+fn cut_output(expected: &Map<String, Value>, observed: &Map<String, Value>) -> Option<String> {
+    ["stdout", "stderr"].into_iter().find_map(|name| {
+        let cut = observed.get(&format!("{name}_truncated")) == Some(&Value::Bool(true));
+        (cut && expected.contains_key(name)).then(|| {
+            format!(
+                "{name} was cut at max_output_bytes: an expectation on it cannot be checked against a prefix (raise max_output_bytes)"
+            )
+        })
     })
 }
 

@@ -1066,3 +1066,32 @@ source = { command = { argv = ["/bin/true"], env = { API_TOKEN = { env = "GATE_A
     assert!(!shown.contains(TOKEN), "{shown}");
     assert!(shown.contains("connected with ***"), "{shown}");
 }
+
+/// Captured output is cut at `max_output_bytes`. An expectation on `stdout` compared
+/// with the kept prefix would be met by output that goes on to say something else:
+/// when the stream was cut, the expectation cannot be checked (unverified).
+#[tokio::test]
+async fn an_expectation_on_cut_output_cannot_be_met_by_its_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = claim(&[("m1", "code_change", "src")], 5);
+    let contract = |max: u64| {
+        format!(
+            r#"
+[policy]
+requires = ["test_run"]
+
+[[check]]
+id = "out"
+check_type = "test_run"
+covers = {{ id = "m1" }}
+source = {{ command = {{ argv = ["printf 'OK\nFAIL: 2 tests hidden\n3 passed in 0.01s\n'"], shell = true, capture_output = true, max_output_bytes = {max} }} }}
+expected = {{ exit_code = 0, ran = true, stdout = "OK\n" }}
+"#
+        )
+    };
+    let o = gate(&contract(3), &c, dir.path()).await;
+    assert_unverified_because(&o, "cut");
+    // Not cut: compared whole, and the whole differs.
+    let o = gate(&contract(1 << 20), &c, dir.path()).await;
+    assert_state(&o, State::Refuted);
+}
