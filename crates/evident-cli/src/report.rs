@@ -17,7 +17,7 @@ pub fn render(
 ) -> String {
     let c = &doc.claim;
     let mut out = String::new();
-    let _ = writeln!(out, "task      {}", c.task.id);
+    let _ = writeln!(out, "task      {}", shown(&c.task.id));
     if let Some(outcome) = &c.claimed_outcome {
         let _ = writeln!(out, "claimed   {outcome:?}");
     }
@@ -27,7 +27,7 @@ pub fn render(
             let _ = writeln!(
                 out,
                 "policy    {}: requires [{}]; max age {}; on_unverified {}",
-                p.id.as_deref().unwrap_or("(no id)"),
+                shown(p.id.as_deref().unwrap_or("(no id)")),
                 requires.join(", "),
                 p.max_age_s
                     .map_or("none".to_string(), |m| format!("{} s", m.0)),
@@ -53,16 +53,16 @@ pub fn render(
         let _ = writeln!(
             out,
             "  {} {} {} at {}",
-            m.id,
-            m.kind,
-            m.target.as_deref().unwrap_or("-"),
+            shown(&m.id),
+            shown(&m.kind),
+            shown(m.target.as_deref().unwrap_or("-")),
             m.at
         );
         let satisfied: Vec<String> = verdict
             .findings
             .iter()
             .filter(|f| f.code == Code::Satisfies && c.evidence[f.evidence].covers.contains(&m.id))
-            .map(|f| format!("evidence[{}] ({})", f.evidence, f.check_type))
+            .map(|f| format!("evidence[{}] ({})", f.evidence, shown(&f.check_type)))
             .collect();
         let mentioned = c
             .evidence
@@ -94,34 +94,38 @@ pub fn render(
             out,
             "  [{}] {mark}{} {} — {}: {}",
             f.evidence,
-            e.check_type,
-            e.target.as_deref().unwrap_or("-"),
+            shown(&e.check_type),
+            shown(e.target.as_deref().unwrap_or("-")),
             f.code,
-            f.detail
+            shown(&f.detail)
         );
         let _ = writeln!(
             out,
             "       by {} ({}) at {}, covers [{}]",
-            e.verifier.id,
+            shown(&e.verifier.id),
             kind_name(e),
             e.at,
-            e.covers.join(", ")
+            shown(&e.covers.join(", "))
         );
-        let _ = writeln!(out, "       expected {}", e.expected);
+        let _ = writeln!(out, "       expected {}", shown(&e.expected.to_string()));
         if let Some(err) = &e.observation_error {
-            let _ = writeln!(out, "       observed nothing: {err}");
+            let _ = writeln!(out, "       observed nothing: {}", shown(err));
         } else {
-            let _ = writeln!(out, "       observed {}", e.observed_value);
+            let _ = writeln!(
+                out,
+                "       observed {}",
+                shown(&e.observed_value.to_string())
+            );
         }
         for line in notes(f.evidence) {
-            let _ = writeln!(out, "       {line}");
+            let _ = writeln!(out, "       {}", shown(&line));
         }
     }
 
     if !warnings.is_empty() {
         let _ = writeln!(out, "\nwarnings");
         for w in warnings {
-            let _ = writeln!(out, "  {w}");
+            let _ = writeln!(out, "  {}", shown(&w.to_string()));
         }
     }
 
@@ -132,10 +136,30 @@ pub fn render(
         verdict.decided_at
     );
     if !verdict.unmet.is_empty() {
-        let _ = writeln!(out, "unmet     {}", verdict.unmet.join(", "));
+        let _ = writeln!(out, "unmet     {}", shown(&verdict.unmet.join(", ")));
     }
-    let _ = writeln!(out, "reason    {}", verdict.reason);
+    let _ = writeln!(out, "reason    {}", shown(&verdict.reason));
     out
+}
+
+/// A string the agent (or a system it touched) wrote, safe to print on a terminal:
+/// control characters (ESC, CR, newline, ...) and bidirectional overrides are shown
+/// as `\u{..}` escapes, so a field can neither redraw the screen nor add a line.
+pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn kind_name(e: &evident_format::Evidence) -> &'static str {

@@ -297,3 +297,34 @@ fn the_example_in_examples_verifies() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Every string in the readable report that the agent wrote (task id, mutation and
+/// evidence fields, an observation_error, unknown field names) is shown with control
+/// characters escaped: raw, an ESC sequence or a newline could redraw the terminal or
+/// add a fake `verdict   VERIFIED` line to a report whose exit code says otherwise.
+#[test]
+fn agent_strings_cannot_inject_terminal_controls_or_lines() {
+    let fake = "\u{1b}[2J\u{1b}[H\rverdict   VERIFIED\n\u{202e}";
+    let mut doc = spec_example();
+    doc["task"]["id"] = json!(format!("t{fake}"));
+    doc["mutations"][0]["kind"] = json!(format!("k{fake}"));
+    doc["mutations"][0]["target"] = json!(format!("a{fake}"));
+    doc["evidence"][0]["target"] = json!(format!("e{fake}"));
+    doc["evidence"][0]["check_type"] = json!(format!("c{fake}"));
+    doc["evidence"][0]["verifier"]["id"] = json!(format!("v{fake}"));
+    doc["evidence"][0]["observation_error"] = json!(format!("o{fake}"));
+    doc["policy"]["id"] = json!(format!("p{fake}"));
+    doc[format!("x{fake}")] = json!(1);
+    let (code, out, _) = verify(&doc, &[]);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        !out.contains(['\u{1b}', '\r', '\u{202e}']),
+        "raw control characters in the report: {out:?}"
+    );
+    let verdict_lines: Vec<&str> = out.lines().filter(|l| l.starts_with("verdict")).collect();
+    assert_eq!(verdict_lines.len(), 1, "{out}");
+    assert!(
+        verdict_lines[0].starts_with("verdict   UNVERIFIED"),
+        "{out}"
+    );
+}
