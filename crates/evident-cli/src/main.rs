@@ -80,7 +80,9 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Messages quote the input (an unknown enum value, a bad timestamp): escape
+            // its control characters so a document cannot drive the terminal.
+            eprintln!("error: {}", report::shown(&format!("{e:#}")));
             std::process::ExitCode::from(exit::INVALID)
         }
     }

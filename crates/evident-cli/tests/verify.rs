@@ -328,3 +328,15 @@ fn agent_strings_cannot_inject_terminal_controls_or_lines() {
         "{out}"
     );
 }
+
+/// An error message that quotes the input escapes its control characters too.
+#[test]
+fn errors_quoting_the_input_escape_control_characters() {
+    let mut doc = spec_example();
+    doc["evidence"][0]["verifier"]["kind"] = json!("x\u{1b}[2J\nverdict   VERIFIED");
+    let (code, _, err) = verify(&doc, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("verifier.kind"), "{err}");
+    assert!(!err.contains(['\u{1b}']), "{err:?}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err:?}");
+}
