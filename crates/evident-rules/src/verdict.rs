@@ -5,10 +5,10 @@
 //! and, if not, why — so a person can see exactly what the verdict rests on.
 
 use crate::compare::{Cmp, compare_object};
-use evident_format::{CheckType, Claim, Evidence, Timestamp, VerifierKind};
+use evident_format::{CheckType, Claim, Evidence, Mutation, Timestamp, VerifierKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// The three outcomes of the spec.
@@ -144,6 +144,13 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
         .and_then(|p| p.max_age_s)
         .map(|m| (m.0 * 1e9).round() as i128);
     let mut findings = Vec::with_capacity(claim.evidence.len());
+    // By id, so each covered id is found at once (a claim may list thousands).
+    let by_id: HashMap<&str, &Mutation> = claim
+        .mutations
+        .iter()
+        .rev()
+        .map(|m| (m.id.as_str(), m))
+        .collect();
     let mut covered: HashSet<&str> = HashSet::new();
     let mut satisfied: HashSet<&str> = HashSet::new();
     let mut contradiction: Option<(usize, String)> = None;
@@ -154,7 +161,7 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
             .authenticated
             .as_ref()
             .is_none_or(|a| a.get(i).copied().unwrap_or(false));
-        let (code, detail) = judge(claim, e, decided_at, max_age_ns, authenticated);
+        let (code, detail) = judge(&by_id, e, decided_at, max_age_ns, authenticated);
         match code {
             Code::Satisfies => {
                 covered.extend(e.covers.iter().map(String::as_str));
@@ -271,7 +278,7 @@ fn describe_unmet(unmet: &[String]) -> String {
 /// The finding for one evidence item. The order of the tests only picks which reason
 /// is reported; every reason before `compare` makes the item unusable.
 fn judge(
-    claim: &Claim,
+    mutations: &HashMap<&str, &Mutation>,
     e: &Evidence,
     decided_at: &Timestamp,
     max_age_ns: Option<i128>,
@@ -339,7 +346,7 @@ fn judge(
         }
     }
     for id in &e.covers {
-        if let Some(m) = claim.mutations.iter().find(|m| &m.id == id)
+        if let Some(m) = mutations.get(id.as_str())
             && e.at <= m.at
         {
             return (
