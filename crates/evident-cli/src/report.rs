@@ -49,6 +49,30 @@ pub fn render(
             "  (none: the claim is not tied to any change in the world)"
         );
     }
+    // For each mutation id: the satisfying evidence that covers it, and how many items
+    // name it (one pass over the evidence: a claim may list thousands of both).
+    let mut by_mutation: std::collections::HashMap<&str, (Vec<String>, usize)> =
+        std::collections::HashMap::new();
+    for (i, e) in c.evidence.iter().enumerate() {
+        let satisfies = verdict
+            .findings
+            .get(i)
+            .filter(|f| f.evidence == i)
+            .or_else(|| verdict.findings.iter().find(|f| f.evidence == i))
+            .filter(|f| f.code == Code::Satisfies);
+        let mut seen = std::collections::HashSet::new();
+        for id in e.covers.iter().filter(|id| seen.insert(id.as_str())) {
+            let entry = by_mutation.entry(id.as_str()).or_default();
+            entry.1 += 1;
+            if let Some(f) = satisfies {
+                entry.0.push(format!(
+                    "evidence[{}] ({})",
+                    f.evidence,
+                    shown(&f.check_type)
+                ));
+            }
+        }
+    }
     for m in &c.mutations {
         let _ = writeln!(
             out,
@@ -58,17 +82,9 @@ pub fn render(
             shown(m.target.as_deref().unwrap_or("-")),
             m.at
         );
-        let satisfied: Vec<String> = verdict
-            .findings
-            .iter()
-            .filter(|f| f.code == Code::Satisfies && c.evidence[f.evidence].covers.contains(&m.id))
-            .map(|f| format!("evidence[{}] ({})", f.evidence, shown(&f.check_type)))
-            .collect();
-        let mentioned = c
-            .evidence
-            .iter()
-            .filter(|e| e.covers.contains(&m.id))
-            .count();
+        let (satisfied, mentioned) = by_mutation
+            .get(m.id.as_str())
+            .map_or((&[][..], 0), |(s, n)| (s.as_slice(), *n));
         if satisfied.is_empty() {
             let _ = writeln!(
                 out,
