@@ -79,24 +79,46 @@ pub struct Covers {
 impl Covers {
     /// Whether `m` is selected.
     pub fn matches(&self, m: &Mutation) -> bool {
-        self.id.as_ref().is_none_or(|id| id == &m.id)
-            && self.kind.as_ref().is_none_or(|k| k == &m.kind)
-            && self
-                .target
-                .as_ref()
-                .is_none_or(|t| m.target.as_deref().is_some_and(|mt| target_matches(t, mt)))
+        self.selector().matches(m)
+    }
+
+    /// The selection with its glob compiled once, for matching many mutations.
+    pub fn selector(&self) -> Selector<'_> {
+        let glob = self
+            .target
+            .as_deref()
+            .filter(|t| t.contains(['*', '?', '[']))
+            .map(|t| {
+                globset::GlobBuilder::new(t)
+                    .literal_separator(true)
+                    .build()
+                    .map(|g| g.compile_matcher())
+                    .ok()
+            });
+        Selector { covers: self, glob }
     }
 }
 
-fn target_matches(pattern: &str, target: &str) -> bool {
-    if !pattern.contains(['*', '?', '[']) {
-        return pattern == target;
+/// [`Covers`] ready to match: `glob` is `Some` when the target is a pattern (`None`
+/// inside when it does not compile, which matches nothing).
+pub struct Selector<'a> {
+    covers: &'a Covers,
+    glob: Option<Option<globset::GlobMatcher>>,
+}
+
+impl Selector<'_> {
+    /// Whether `m` is selected.
+    pub fn matches(&self, m: &Mutation) -> bool {
+        let c = self.covers;
+        c.id.as_ref().is_none_or(|id| id == &m.id)
+            && c.kind.as_ref().is_none_or(|k| k == &m.kind)
+            && c.target.as_ref().is_none_or(|t| {
+                m.target.as_deref().is_some_and(|mt| match &self.glob {
+                    None => t == mt,
+                    Some(g) => g.as_ref().is_some_and(|g| g.is_match(mt)),
+                })
+            })
     }
-    globset::GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()
-        .map(|g| g.compile_matcher().is_match(target))
-        .unwrap_or(false)
 }
 
 /// A contract as read, with the positions of its parts (JSON only) for messages.

@@ -89,11 +89,13 @@ pub async fn run(
         .checks
         .iter()
         .map(|c| {
+            // One compiled glob per check, not one per (check, mutation).
+            let selector = c.covers.selector();
             claim
                 .claim
                 .mutations
                 .iter()
-                .filter(|m| c.covers.matches(m))
+                .filter(|m| selector.matches(m))
                 .map(|m| m.id.clone())
                 .collect()
         })
