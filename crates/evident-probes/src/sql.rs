@@ -217,6 +217,7 @@ pub async fn observe_sqlite(
     limit: Duration,
 ) -> Result<Object, ProbeError> {
     let max = max_rows(spec.max_rows)?;
+    single_read_statement(&spec.query)?;
     let path = paths::existing(&ctx.root, &spec.path, false)?;
     let opts = SqliteConnectOptions::new()
         .filename(&path)
@@ -246,6 +247,118 @@ pub async fn observe_sqlite(
     .await;
     let _ = conn.close().await;
     result
+}
+
+/// A SQLite readback is one `SELECT`, `WITH … SELECT` or `VALUES` statement. Even on a
+/// read-only, `query_only` connection SQLite *opens* the file named by `VACUUM INTO` or
+/// `ATTACH` (creating an empty file relative to the gate's working directory, outside
+/// the contract root), so other statements, and a second statement after `;`, are
+/// refused before the database is opened.
+fn single_read_statement(query: &str) -> Result<(), ProbeError> {
+    let code = strip_sql_comments_and_strings(query);
+    let first = code
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .find(|w| !w.is_empty())
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    if !matches!(first.as_str(), "SELECT" | "WITH" | "VALUES") {
+        return Err(ProbeError::BadQuery {
+            reason: format!(
+                "a SQLite readback must be a SELECT, WITH or VALUES statement, not {}",
+                if first.is_empty() {
+                    "nothing"
+                } else {
+                    first.as_str()
+                }
+            ),
+        });
+    }
+    let trimmed = code.trim_end().trim_end_matches(';');
+    if trimmed.contains(';') {
+        return Err(ProbeError::BadQuery {
+            reason: "a SQLite readback is one statement: no ';' between statements".into(),
+        });
+    }
+    let upper = trimmed.to_ascii_uppercase();
+    if upper
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .any(|w| matches!(w, "ATTACH" | "VACUUM" | "PRAGMA" | "DETACH"))
+    {
+        return Err(ProbeError::BadQuery {
+            reason: "ATTACH, VACUUM and PRAGMA are not allowed in a SQLite readback".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The query with comments removed and string/identifier literals blanked, so keyword
+/// and `;` checks see only SQL code.
+fn strip_sql_comments_and_strings(q: &str) -> String {
+    let mut out = String::with_capacity(q.len());
+    let mut chars = q.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '-' if chars.peek() == Some(&'-') => {
+                for n in chars.by_ref() {
+                    if n == '\n' {
+                        break;
+                    }
+                }
+                out.push(' ');
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut prev = ' ';
+                for n in chars.by_ref() {
+                    if prev == '*' && n == '/' {
+                        break;
+                    }
+                    prev = n;
+                }
+                out.push(' ');
+            }
+            '\'' | '"' | '`' | '[' => {
+                let close = if c == '[' { ']' } else { c };
+                for n in chars.by_ref() {
+                    if n == close {
+                        break;
+                    }
+                }
+                out.push_str(" x ");
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod statement_tests {
+    use super::single_read_statement;
+
+    #[test]
+    fn only_one_read_statement() {
+        for ok in [
+            "SELECT 1",
+            "  select a FROM t WHERE b = ?1;",
+            "WITH x AS (SELECT 1) SELECT * FROM x",
+            "VALUES (1)",
+            "/* c */ -- c\n SELECT ';' AS semi, 'vacuum' AS word",
+        ] {
+            assert!(single_read_statement(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "VACUUM INTO 'copy.db'",
+            "ATTACH DATABASE 'x.db' AS x",
+            "PRAGMA journal_mode = WAL",
+            "SELECT 1; VACUUM INTO 'copy.db'",
+            "DELETE FROM t",
+            "",
+            "-- only a comment",
+        ] {
+            assert!(single_read_statement(bad).is_err(), "{bad}");
+        }
+    }
 }
 
 fn sqlite_row(row: &SqliteRow) -> Result<Object, ProbeError> {
