@@ -249,6 +249,21 @@ fn signed_evidence_under_a_trust_list() {
         v["verdict"]["findings"][1]["code"],
         "unauthenticated_independence"
     );
+    // Replayed into another claim (same mutation ids, another task): the items are bound
+    // to the claim they were collected for, so they no longer count.
+    let mut replayed = doc.clone();
+    replayed["task"]["id"] = Value::String("billing-9999".into());
+    let replayed_file = write(
+        tmp.path(),
+        "replayed.json",
+        &serde_json::to_string(&replayed).unwrap(),
+    );
+    let (code, v) = verify(&replayed_file, true);
+    assert_eq!(code, 3, "{v:#}");
+    assert_eq!(
+        v["verdict"]["findings"][1]["code"],
+        "unauthenticated_independence"
+    );
     // Without a trust list the same document verifies, and the report says why.
     let (code, v) = verify(&forged_file, false);
     assert_eq!(code, 0);

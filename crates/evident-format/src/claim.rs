@@ -96,6 +96,14 @@ pub struct Evidence {
     /// evident extension: a DSSE envelope signing this item (see `evident key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<Value>,
+    /// evident extension: [`Claim::binding`] of the claim this item was collected for.
+    /// Signed with the item, it stops a signed observation being replayed into
+    /// another claim that happens to use the same mutation ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_to: Option<String>,
+    /// evident extension: the id of the contract check that produced this item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_id: Option<String>,
 }
 
 /// Who collected a piece of evidence.
@@ -231,6 +239,24 @@ impl Claim {
         };
         doc.validate(file)?;
         Ok(doc)
+    }
+}
+
+impl Claim {
+    /// `sha256:<hex>` of the claim's task id and mutations (id, kind, target, time as
+    /// written): what a signed evidence item is bound to.
+    pub fn binding(&self) -> String {
+        use sha2::Digest;
+        let mutations: Vec<Value> = self
+            .mutations
+            .iter()
+            .map(|m| serde_json::json!([m.id, m.kind, m.target, m.at.as_str()]))
+            .collect();
+        let text = serde_json::json!([self.task.id, mutations]).to_string();
+        format!(
+            "sha256:{}",
+            hex::encode(sha2::Sha256::digest(text.as_bytes()))
+        )
     }
 }
 

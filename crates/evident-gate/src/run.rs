@@ -128,6 +128,7 @@ pub async fn run(
     let mut typed: Claim = claim.claim.clone();
     let mut runs = Vec::new();
     let verifier = settings.verifier_id.clone();
+    let binding = claim.claim.binding();
     for (k, ((check, ids), (obs, took))) in contract
         .checks
         .iter()
@@ -160,6 +161,7 @@ pub async fn run(
             "covers": ids.clone(),
             "verifier": { "id": verifier, "kind": "independent" },
             "check_id": check.id,
+            "bound_to": binding,
         });
         if let Some(err) = &error {
             item["observation_error"] = Value::String(err.clone());
@@ -180,6 +182,8 @@ pub async fn run(
             },
             observation_error: error.clone(),
             signature: item.get("signature").cloned(),
+            bound_to: Some(binding.clone()),
+            check_id: Some(check.id.clone()),
         });
         push_evidence(&mut document, item);
         runs.push(CheckRun {
@@ -209,7 +213,12 @@ pub async fn run(
         .raw
         .get("evidence")
         .and_then(Value::as_array)
-        .map(|items| items.iter().map(authenticate).collect())
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| authenticate(item) && bound_here(item, &binding))
+                .collect()
+        })
         .unwrap_or_default();
     authenticated.resize(own, false);
     authenticated.extend(std::iter::repeat_n(true, runs.len()));
@@ -292,6 +301,15 @@ fn scrub_outputs(
     for w in warnings {
         s(&mut w.path);
         s(&mut w.message);
+    }
+}
+
+/// A signed item that names the claim it was collected for must name this one; an item
+/// without a binding is judged by its signature alone.
+pub fn bound_here(item: &Value, binding: &str) -> bool {
+    match item.get("bound_to") {
+        None => true,
+        Some(b) => b.as_str() == Some(binding),
     }
 }
 

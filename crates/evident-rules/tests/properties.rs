@@ -68,6 +68,8 @@ fn evidence(n_mut: usize) -> impl Strategy<Value = Evidence> {
                 },
                 observation_error: None,
                 signature: None,
+                bound_to: None,
+                check_id: None,
             }
         })
 }
@@ -238,6 +240,8 @@ fn a_large_claim_is_decided_quickly() {
             },
             observation_error: None,
             signature: None,
+            bound_to: None,
+            check_id: None,
         })
         .collect();
     let claim = Claim {

@@ -44,6 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Some(path) => {
             let trust = evident_ledger::sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?;
             let items = doc.raw.get("evidence").and_then(Value::as_array);
+            let binding = doc.claim.binding();
             Options {
                 authenticated: Some(
                     items
@@ -51,6 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                             a.iter()
                                 .map(|item| {
                                     evident_ledger::sign::authenticate(item, &trust).is_ok()
+                                        && evident_gate::run::bound_here(item, &binding)
                                 })
                                 .collect()
                         })
