@@ -87,6 +87,8 @@ pub struct SyntaxError {
     pub message: String,
     /// The JSON path of the value being read when the error occurred (`""` = root).
     pub path: String,
+    /// For a duplicate key: the key (the path names the object holding it).
+    pub key: Option<String>,
     pub pos: Pos,
 }
 
@@ -100,6 +102,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
             return Err(SyntaxError {
                 message: "the input is not valid UTF-8".into(),
                 path: String::new(),
+                key: None,
                 pos: pos_at(good, good.len()),
             });
         }
@@ -159,6 +162,7 @@ impl Parser<'_> {
         SyntaxError {
             message: message.into(),
             path: path.to_string(),
+            key: None,
             pos: self.pos(),
         }
     }
@@ -229,7 +233,9 @@ impl Parser<'_> {
             let key = self.string(&path)?;
             if map.contains_key(&key) {
                 self.i = key_start;
-                return Err(self.error(format!("duplicate key {key:?} in the object"), &path));
+                let mut e = self.error(format!("duplicate key {key:?} in the object"), &path);
+                e.key = Some(key);
+                return Err(e);
             }
             self.skip_ws();
             if self.peek() != Some(b':') {
