@@ -146,7 +146,9 @@ pub async fn run(
         }
         let (observed, error) = match obs.value {
             Ok(obj) => {
-                let error = no_test_ran(check, &obj).or_else(|| cut_output(&expected, &obj));
+                let error = no_test_ran(check, &obj)
+                    .or_else(|| server_error(check, &expected, &obj))
+                    .or_else(|| cut_output(&expected, &obj));
                 (scrub.scrub_value(Value::Object(obj)), error)
             }
             Err(e) => (Value::Null, Some(scrub.scrub(&e.to_string()))),
@@ -320,6 +322,28 @@ fn no_test_ran(check: &Check, observed: &Map<String, Value>) -> Option<String> {
     let is_test = check.check_type == evident_format::CheckType::TestRun;
     (is_test && observed.get("ran") == Some(&Value::Bool(false))).then(|| {
         "no test ran: the runner reported zero tests (or no summary was found), so the run says nothing about the change".to_string()
+    })
+}
+
+/// An HTTP 5xx is the server failing to answer, not an answer about the change (a
+/// restarting service, an overloaded proxy): the observation cannot satisfy or refute,
+/// so the verdict is unverified with the reason (issue 3). An owner who expects a 5xx
+/// (`expected.status` in 500–599) gets an ordinary comparison.
+fn server_error(
+    check: &Check,
+    expected: &Map<String, Value>,
+    observed: &Map<String, Value>,
+) -> Option<String> {
+    let is_5xx = |v: Option<&Value>| {
+        v.and_then(Value::as_u64)
+            .is_some_and(|s| (500..600).contains(&s))
+    };
+    let is_http = matches!(check.source, evident_probes::Source::Http(_));
+    (is_http && is_5xx(observed.get("status")) && !is_5xx(expected.get("status"))).then(|| {
+        format!(
+            "the service answered HTTP {} (a server error), which is not an observation of the change",
+            observed.get("status").map(Value::to_string).unwrap_or_default()
+        )
     })
 }
 

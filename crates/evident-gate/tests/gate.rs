@@ -472,13 +472,26 @@ async fn endpoint_health_match_contradiction_and_failures() {
     .await;
     assert_state(&o, State::Refuted);
     assert_eq!(o.runs[0].observed["body_contains"], false);
-    assert_state(&run("/down", version, "").await, State::Refuted);
-    // A status-only expectation cannot satisfy, but a 500 still refutes.
+    // A 5xx is the server failing to answer: unverified with the reason, not refuted.
+    let o = run("/down", version, "").await;
+    assert_unverified_because(&o, "HTTP 500 (a server error)");
+    assert_eq!(
+        o.runs[0].observed["status"], 500,
+        "the status stays visible"
+    );
+    // An owner who expects the error status gets an ordinary comparison.
+    assert_state(
+        &run("/down", r#"{ status = 500, body_contains = "boom" }"#, "").await,
+        State::Verified,
+    );
+    // A status-only expectation cannot satisfy (and a 500 is a server error).
     assert_unverified_because(
         &run("/plain", "{ status = 200 }", "").await,
         "expects only a status",
     );
-    assert_state(&run("/down", "{ status = 200 }", "").await, State::Refuted);
+    assert_unverified_because(&run("/down", "{ status = 200 }", "").await, "server error");
+    // A 404 is an answer: it contradicts.
+    assert_state(&run("/nowhere", version, "").await, State::Refuted);
     // JSON pointers.
     let o = run(
         "/health",
