@@ -32,6 +32,12 @@ impl Spans {
         self.0.get(path).copied()
     }
 
+    /// Records where the value at `path` starts (for documents read by other parsers,
+    /// such as TOML contracts).
+    pub fn insert(&mut self, path: String, pos: Pos) {
+        self.0.insert(path, pos);
+    }
+
     /// The position of `path`, or of its nearest ancestor that exists.
     pub fn nearest(&self, path: &str) -> Option<Pos> {
         let mut p = path;

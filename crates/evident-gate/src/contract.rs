@@ -134,7 +134,11 @@ impl Contract {
     pub fn parse(bytes: &[u8], file: &str) -> Result<ContractDocument, Error> {
         let looks_json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         let (value, spans) = if file.ends_with(".toml") || !looks_json {
-            (toml_value(bytes, file)?, Spans::default())
+            let value = toml_value(bytes, file)?;
+            (
+                value,
+                toml_spans(std::str::from_utf8(bytes).unwrap_or_default()),
+            )
         } else {
             let p = json::parse(bytes).map_err(|e| Error {
                 file: file.into(),
@@ -252,6 +256,51 @@ impl Contract {
         }
         Ok(())
     }
+}
+
+/// Where each value of a TOML contract starts, by JSON path, so typed errors (an
+/// unknown field, a wrong type) name a line and column as they do for JSON.
+fn toml_spans(text: &str) -> Spans {
+    let mut spans = Spans::default();
+    spans.insert(String::new(), json::Pos { line: 1, col: 1 });
+    let Ok(table) = toml::de::DeTable::parse(text) else {
+        return spans;
+    };
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let pos = |offset: usize| {
+        let line = line_starts.partition_point(|&s| s <= offset).max(1);
+        json::Pos {
+            line,
+            col: offset - line_starts[line - 1] + 1,
+        }
+    };
+    fn walk(
+        v: &toml::Spanned<toml::de::DeValue<'_>>,
+        path: String,
+        pos: &dyn Fn(usize) -> json::Pos,
+        spans: &mut Spans,
+    ) {
+        spans.insert(path.clone(), pos(v.span().start));
+        match v.get_ref() {
+            toml::de::DeValue::Table(t) => {
+                for (k, child) in t.iter() {
+                    walk(child, json::push_key(&path, k.get_ref()), pos, spans);
+                }
+            }
+            toml::de::DeValue::Array(a) => {
+                for (i, child) in a.iter().enumerate() {
+                    walk(child, json::push_index(&path, i), pos, spans);
+                }
+            }
+            _ => {}
+        }
+    }
+    for (k, child) in table.get_ref().iter() {
+        walk(child, json::push_key("", k.get_ref()), &pos, &mut spans);
+    }
+    spans
 }
 
 /// TOML → JSON value, so both forms go through one typed reader. TOML datetimes are

@@ -867,8 +867,12 @@ fn contract_errors_name_the_path() {
     for (text, path) in cases {
         let e = Contract::parse(text.as_bytes(), "c.toml").unwrap_err();
         assert_eq!(e.path, path, "{e}");
-        assert!(e.to_string().starts_with("c.toml"), "{e}");
+        assert!(e.to_string().starts_with("c.toml:"), "{e}");
+        assert!(e.pos.is_some(), "no line and column: {e}");
     }
+    // The position is the offending value's (or its table's) line.
+    let e = Contract::parse(cases[0].0.as_bytes(), "c.toml").unwrap_err();
+    assert_eq!(e.pos.map(|p| p.line), Some(7), "{e}");
     let dup = "[policy]\n[[check]]\nid = \"a\"\ncheck_type = \"test_run\"\ncovers = { kind = \"x\" }\nsource = { command = { argv = [\"true\"] } }\n[[check]]\nid = \"a\"\ncheck_type = \"test_run\"\ncovers = { kind = \"x\" }\nsource = { command = { argv = [\"true\"] } }\n";
     assert_eq!(
         Contract::parse(dup.as_bytes(), "c.toml").unwrap_err().path,
