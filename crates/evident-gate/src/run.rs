@@ -371,8 +371,8 @@ fn push_evidence(document: &mut Value, item: Value) {
     }
 }
 
-/// Runs every check, at most `jobs` at once, all under one deadline. Results come
-/// back in contract order.
+/// Runs every check, at most `jobs` at once, all under one deadline: readbacks and
+/// endpoints first, then commands. Results come back in contract order.
 async fn observe_all(checks: &[Check], settings: &Settings) -> Vec<(Observation, Duration)> {
     // Never more permits than checks (tokio's semaphore panics past 2^61 - 1).
     let jobs = settings.jobs.clamp(1, checks.len().max(1));
@@ -386,8 +386,7 @@ async fn observe_all(checks: &[Check], settings: &Settings) -> Vec<(Observation,
     let ctx = Arc::new(settings.context.clone());
     let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let total = checks.len();
-    let mut tasks = Vec::new();
-    for check in checks {
+    let spawn = |check: &Check| {
         let mut source = check.source.clone();
         if let Some(e) = &check.expected {
             source.adopt_expected(e);
@@ -397,7 +396,7 @@ async fn observe_all(checks: &[Check], settings: &Settings) -> Vec<(Observation,
         let finished = finished.clone();
         let progress = settings.progress.clone();
         let id = check.id.clone();
-        tasks.push(tokio::spawn(async move {
+        tokio::spawn(async move {
             let _permit = limit.acquire_owned().await;
             let started = Instant::now();
             let remaining = deadline.saturating_duration_since(started);
@@ -414,22 +413,33 @@ async fn observe_all(checks: &[Check], settings: &Settings) -> Vec<(Observation,
                 p(&id, done, total);
             }
             (obs, started.elapsed())
-        }));
+        })
+    };
+    // Two waves: every readback and endpoint check first, then the commands. A test
+    // command runs the agent's own code, which could otherwise write the very state a
+    // concurrent readback is reading.
+    let mut out: Vec<Option<(Observation, Duration)>> = (0..checks.len()).map(|_| None).collect();
+    for commands in [false, true] {
+        let wave: Vec<_> = checks
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c.source, evident_probes::Source::Command(_)) == commands)
+            .map(|(i, c)| (i, spawn(c)))
+            .collect();
+        for (i, task) in wave {
+            out[i] = Some(match task.await {
+                Ok(r) => r,
+                Err(e) => (
+                    Observation {
+                        value: Err(evident_probes::ProbeError::InvalidSpec {
+                            reason: format!("the probe task failed: {e}"),
+                        }),
+                        completed_at: time::OffsetDateTime::now_utc(),
+                    },
+                    Duration::ZERO,
+                ),
+            });
+        }
     }
-    let mut out = Vec::with_capacity(tasks.len());
-    for t in tasks {
-        out.push(match t.await {
-            Ok(r) => r,
-            Err(e) => (
-                Observation {
-                    value: Err(evident_probes::ProbeError::InvalidSpec {
-                        reason: format!("the probe task failed: {e}"),
-                    }),
-                    completed_at: time::OffsetDateTime::now_utc(),
-                },
-                Duration::ZERO,
-            ),
-        });
-    }
-    out
+    out.into_iter().flatten().collect()
 }

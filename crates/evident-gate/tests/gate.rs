@@ -1144,3 +1144,46 @@ async fn many_mutations_against_glob_covers_are_matched_quickly() {
     assert!(o.runs[3].covers.contains(&"m13".to_string()));
     assert!(took < Duration::from_secs(8), "took {took:?}");
 }
+
+/// Readbacks run before any command: a test command runs the agent's code, which must
+/// not be able to write the state a readback is reading.
+#[tokio::test]
+async fn readbacks_finish_before_any_command_starts() {
+    let base = http_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let c = claim(&[("m1", "code_change", "app")], 5);
+    // The command writes the moment it started (ns since the epoch); the readback
+    // takes 50 ms, so if both ran at once the command would start long before it ends.
+    let contract = format!(
+        r#"
+[policy]
+[[check]]
+id = "tests"
+check_type = "test_run"
+covers = {{ kind = "code_change" }}
+source = {{ command = {{ argv = ["sh", "-c", "date +%s%N > started; echo '1 passed in 0.01s'"], runner = "pytest", inherit_env = ["PATH"] }} }}
+[[check]]
+id = "api"
+check_type = "state_readback"
+covers = {{ kind = "code_change" }}
+source = {{ http = {{ url = "{base}/fifty" }} }}
+expected = {{ status = 200 }}
+"#
+    );
+    let o = gate(&contract, &c, dir.path()).await;
+    assert_state(&o, State::Verified);
+    let started: i128 = std::fs::read_to_string(dir.path().join("started"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let readback_done = o.claim.claim.evidence[o.runs[1].evidence]
+        .at
+        .instant()
+        .unix_timestamp_nanos();
+    assert!(
+        readback_done <= started,
+        "the command started {} ms before the readback finished",
+        (readback_done - started) / 1_000_000
+    );
+}
