@@ -131,16 +131,9 @@ fn unique(prefix: &str) -> String {
 // ---------------------------------------------------------------- SQLite
 
 fn sqlite_db(dir: &Path) {
-    let conn = dir.join("billing.db");
-    let status = Command::new("python3")
-        .arg("-c")
-        .arg(format!(
-            "import sqlite3; c=sqlite3.connect({:?}); c.execute('CREATE TABLE accounts (id TEXT, billing_zip TEXT)'); c.execute(\"INSERT INTO accounts VALUES ('4471','94107')\"); c.commit()",
-            conn.display().to_string()
-        ))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    // The README example's database: accounts 4471 → 94107, 4472 → 10002.
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/billing/billing.db");
+    std::fs::copy(example, dir.join("billing.db")).unwrap();
 }
 
 fn sqlite_contract(expected_zip: &str, path: &str, query: &str) -> String {

@@ -161,3 +161,18 @@ pub fn keys(v: &Value, path: &str, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+/// The fixture's tests run with the real pytest. Where it is not installed (a laptop
+/// with only Rust), say so and skip; `.ci/run` installs it, so CI always runs them.
+pub fn pytest_missing() -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "skipped: pytest is not installed (python3 -m pip install pytest; .ci/run installs it)"
+        );
+    }
+    !ok
+}
