@@ -185,18 +185,6 @@ pub fn now() -> OffsetDateTime {
     OffsetDateTime::now_utc()
 }
 
-const GIT_ENV_REMOVE: &[&str] = &[
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_CEILING_DIRECTORIES",
-];
-
 struct Workspace<'o> {
     opts: &'o Options,
     /// Where commit claims are resolved (the copy, or the live repository).
@@ -212,6 +200,8 @@ struct Workspace<'o> {
     python: Option<Option<String>>,
     rows: Vec<Row>,
     bodies: Vec<Vec<u8>>,
+    /// The repository's `neutralise` arguments (live mode), on every git call.
+    git_args: Vec<String>,
     /// Set when a live-mode clone failed: spans are then blocked.
     clone_failed: Option<String>,
     /// Live mode: the repository is a shallow clone (history is cut off).
@@ -227,27 +217,16 @@ impl Workspace<'_> {
         }
     }
 
+    /// Runs git hardened as the gate's git probe runs it (`evident_probes::git`): no
+    /// system or user config, no inherited `GIT_*` variables, every program-naming key
+    /// of the repository's config blanked. The row lists only `args`.
     fn git(&mut self, role: &str, cwd: &Path, args: &[&str], body: bool) -> Ran {
-        let mut env = vec![
-            ("GIT_OPTIONAL_LOCKS", "0".to_string()),
-            ("GIT_TERMINAL_PROMPT", "0".to_string()),
-            ("LC_ALL", "C".to_string()),
-        ];
-        if !self.opts.live {
-            // The copy is ours: keep the user's and the system's config (signing,
-            // hooks paths, templates) out of the fixture commit.
-            env.push(("GIT_CONFIG_NOSYSTEM", "1".to_string()));
-            env.push(("GIT_CONFIG_GLOBAL", "/dev/null".to_string()));
-        }
-        let ran = process::run(Spec {
-            role,
-            program: "git",
-            args: args.iter().map(|s| s.to_string()).collect(),
-            cwd,
-            env,
-            env_remove: GIT_ENV_REMOVE,
-            timeout: self.opts.git_timeout,
-        });
+        let path = std::env::var("PATH").ok();
+        let mut cmd = evident_probes::git::std_command(Path::new("git"), cwd, path.as_deref());
+        cmd.args(&self.git_args).args(args);
+        let mut shown = vec!["git".to_string()];
+        shown.extend(args.iter().map(|s| s.to_string()));
+        let ran = process::run_command(role, cmd, shown, self.opts.git_timeout);
         self.keep(&ran, body);
         ran
     }
@@ -331,6 +310,7 @@ pub fn run(opts: &Options) -> Result<Audit, AuditError> {
         rows: Vec::new(),
         bodies: Vec::new(),
         clone_failed: None,
+        git_args: Vec::new(),
         shallow: false,
     };
     let prepared = if opts.live {
@@ -452,6 +432,33 @@ fn prepare_fixture(ws: &mut Workspace) -> Prepared {
 /// written to it; spans later run in a clean clone of HEAD in a temporary directory.
 fn prepare_live(ws: &mut Workspace) -> Result<Prepared, AuditError> {
     let repo = ws.opts.repo.clone();
+    // The repository's config: blank every program it names, refuse what git cannot
+    // be told to ignore (core.worktree). Its listing is not a body to keep.
+    let ran = ws.git(
+        "git_config_list",
+        &repo,
+        evident_probes::git::CONFIG_LIST_ARGS,
+        false,
+    );
+    if !ran.ok() {
+        return Ok(Err((
+            codes::GIT_FAILED,
+            format!(
+                "{}: cannot read the git config ({})",
+                repo.display(),
+                why(&ran)
+            ),
+        )));
+    }
+    match evident_probes::git::neutralise(&ran.stdout) {
+        Ok(args) => ws.git_args = args,
+        Err(refusal) => {
+            return Ok(Err((
+                codes::GIT_FAILED,
+                format!("{}: {refusal}", repo.display()),
+            )));
+        }
+    }
     let ran = ws.git(
         "git_show_toplevel",
         &repo,

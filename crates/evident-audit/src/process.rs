@@ -106,11 +106,26 @@ fn reader<R: Read + Send + 'static>(
 /// Runs the command; never panics. A program that cannot start, a signal and a
 /// timeout are all reported in the row (no exit code), never as success.
 pub fn run(spec: Spec) -> Ran {
-    let mut args = vec![basename(spec.program)];
-    args.extend(spec.args.iter().cloned());
+    let mut cmd = Command::new(spec.program);
+    cmd.args(&spec.args).current_dir(spec.cwd);
+    for k in spec.env_remove {
+        cmd.env_remove(k);
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    let mut shown = vec![basename(spec.program)];
+    shown.extend(spec.args.iter().cloned());
+    run_command(spec.role, cmd, shown, spec.timeout)
+}
+
+/// Runs a prepared command (program, arguments, environment and working directory
+/// already set); the row lists `shown` as its arguments, so a caller can leave out
+/// options that are the same on every call (the hardened git options).
+pub fn run_command(role: &str, mut cmd: Command, shown: Vec<String>, timeout: Duration) -> Ran {
     let mut row = Row {
-        role: spec.role.to_string(),
-        args,
+        role: role.to_string(),
+        args: shown,
         returncode: None,
         signal: None,
         timed_out: false,
@@ -122,18 +137,9 @@ pub fn run(spec: Spec) -> Ran {
         duration_ms: 0,
         body_in_receipt: false,
     };
-    let mut cmd = Command::new(spec.program);
-    cmd.args(&spec.args)
-        .current_dir(spec.cwd)
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for k in spec.env_remove {
-        cmd.env_remove(k);
-    }
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -163,7 +169,7 @@ pub fn run(spec: Spec) -> Ran {
         match child.try_wait() {
             Ok(Some(st)) => break Some(st),
             Ok(None) => {
-                if start.elapsed() >= spec.timeout {
+                if start.elapsed() >= timeout {
                     row.timed_out = true;
                     kill_group(child.id());
                     let _ = child.kill();

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 mod command;
 mod error;
 mod file;
-mod git;
+pub mod git;
 mod http;
 mod kv;
 mod paths;
