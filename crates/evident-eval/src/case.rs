@@ -31,6 +31,10 @@ pub struct Case<'a> {
     /// Every event's evidence: keys (exact, not stripped) and whether each value counts
     /// as present.
     pub evidence: Vec<(Cow<'a, str>, bool)>,
+    /// `requirements` is the object form: `requirements` above is empty and the line
+    /// is evaluated by [`crate::constrain`] (the case-level members and the events'
+    /// shape are checked here all the same).
+    pub object_form: bool,
 }
 
 /// What a task needs: an action and the evidence fields its latest event must carry.
@@ -386,6 +390,9 @@ macro_rules! lenient_object {
 lenient_object!(RawRequirement<'a> {
     action: LStr<'a> = "action",
     evidence_fields: LList<LStr<'a>> = "evidence_fields",
+    arguments: IgnoredAny = "arguments",
+    evidence: IgnoredAny = "evidence",
+    count: IgnoredAny = "count",
 });
 
 lenient_object!(RawEvent<'a> {
@@ -492,8 +499,13 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
         }
         None => return Err("'completion_claimed' must be boolean (it is missing).".into()),
     };
+    let mut object_form = false;
     let reqs = match raw.requirements {
         Some(LList::List(v)) if !v.is_empty() => v,
+        Some(LList::Other(Kind::Object)) => {
+            object_form = true;
+            Vec::new()
+        }
         Some(LList::Other(k)) => {
             return Err(format!("'requirements' must be a non-empty list, not {k}."));
         }
@@ -515,6 +527,15 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
                 ));
             }
         };
+        for (present, key) in [
+            (r.arguments.is_some(), "arguments"),
+            (r.evidence.is_some(), "evidence"),
+            (r.count.is_some(), "count"),
+        ] {
+            if present {
+                return Err(object_form_only(i, key));
+            }
+        }
         let action = string_field(r.action, "'action'")
             .map_err(|m| format!("requirements[{i}]: {m}"))?
             .unwrap_or_default();
@@ -600,7 +621,16 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
         events,
         fields: all_fields,
         evidence: all_evidence,
+        object_form,
     })
+}
+
+/// A key of the object form written in a list-form requirement: seed 001 would ignore
+/// it, so a constraint the owner wrote would silently not be checked.
+pub(crate) fn object_form_only(i: usize, key: &str) -> String {
+    format!(
+        "requirements[{i}]: '{key}' is a key of the object form of requirements; in the list form it would be ignored; hint: write {{\"requirements\": [...], \"writes\": [...]}}"
+    )
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use crate::case::parse_case;
-use crate::evaluate::{evaluate, write_plain_line, write_result_json};
+use crate::evaluate::{evaluate, write_evaluation_json, write_plain_line, write_result_json};
 use crate::metrics::{Metrics, plain_summary};
 use crate::text::py_blank;
 
@@ -521,6 +521,26 @@ fn process_chunk(chunk: &Chunk, opts: &Options, hasher: &RandomState) -> Done {
                 break;
             }
         };
+        if case.object_form {
+            match crate::constrain::parse_object_case(line) {
+                Ok(oc) => {
+                    done.cases += 1;
+                    if opts.mode != Mode::ParseOnly {
+                        render_object_case(&mut done, &oc, opts.mode, hasher);
+                    }
+                }
+                Err(message) => {
+                    done.errors.push(LineError {
+                        line: done.lines,
+                        message,
+                    });
+                    if !opts.keep_going {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
         done.cases += 1;
         if opts.mode == Mode::ParseOnly {
             continue;
@@ -542,6 +562,32 @@ fn process_chunk(chunk: &Chunk, opts: &Options, hasher: &RandomState) -> Done {
         }
     }
     done
+}
+
+/// Evaluates and renders a case whose requirements are in the object form.
+fn render_object_case(
+    done: &mut Done,
+    oc: &crate::constrain::ObjectCase,
+    mode: Mode,
+    hasher: &RandomState,
+) {
+    let (e, v) =
+        crate::constrain::evaluation(&oc.case_id, &oc.spec, &oc.calls, oc.completion_claimed);
+    done.metrics
+        .add_parts(v.status, oc.completion_claimed, v.recovered, v.regressed);
+    match mode {
+        Mode::Plain => write_plain_line(&mut done.out, &oc.case_id, v.status),
+        Mode::Json => {
+            done.out.extend_from_slice(b",\n");
+            write_evaluation_json(&mut done.out, &e, true);
+        }
+        Mode::Jsonl => {
+            write_evaluation_json(&mut done.out, &e, false);
+            done.out.push(b'\n');
+        }
+        Mode::Metrics => done.hashes.push(hasher.hash_one(&*oc.case_id)),
+        Mode::ParseOnly => {}
+    }
 }
 
 /// A line the peer skips: empty after Python's `strip()`.

@@ -191,6 +191,9 @@ pub struct Evaluation {
     pub missing_actions: Vec<String>,
     pub failed_actions: Vec<String>,
     pub reasons: Vec<String>,
+    /// Object-form requirements only: the actions of the unrequested writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unrequested_writes: Option<Vec<String>>,
 }
 
 /// Evaluates a case into the peer's result object.
@@ -213,27 +216,98 @@ pub fn evaluation(case: &Case<'_>) -> Evaluation {
         missing_actions: pick(|s| matches!(s, ReqState::NoEvent | ReqState::LacksEvidence)),
         failed_actions: pick(|s| s == ReqState::Failed),
         reasons,
+        unrequested_writes: None,
+    }
+}
+
+/// The punctuation of a result object: indented as an element of the top-level
+/// `--json` array, or compact on one line (`--jsonl`).
+struct Layout {
+    open: &'static str,
+    sep_key: &'static str,
+    nl_key: &'static str,
+    close: &'static str,
+    item_nl: &'static str,
+    item_close: &'static str,
+}
+
+impl Layout {
+    fn new(pretty: bool) -> Layout {
+        if pretty {
+            Layout {
+                open: "  {\n    ",
+                sep_key: ",\n    ",
+                nl_key: ": ",
+                close: "\n  }",
+                item_nl: "\n      ",
+                item_close: "\n    ]",
+            }
+        } else {
+            Layout {
+                open: "{",
+                sep_key: ",",
+                nl_key: ":",
+                close: "}",
+                item_nl: "",
+                item_close: "]",
+            }
+        }
+    }
+
+    /// `{"case_id": …, "status": …` (the members every result starts with).
+    fn head(&self, buf: &mut Vec<u8>, case_id: &str, status: &str) {
+        buf.extend_from_slice(self.open.as_bytes());
+        buf.extend_from_slice(b"\"case_id\"");
+        buf.extend_from_slice(self.nl_key.as_bytes());
+        write_json_str(buf, case_id, false);
+        buf.extend_from_slice(self.sep_key.as_bytes());
+        buf.extend_from_slice(b"\"status\"");
+        buf.extend_from_slice(self.nl_key.as_bytes());
+        buf.push(b'"');
+        buf.extend_from_slice(status.as_bytes());
+        buf.push(b'"');
+    }
+
+    /// `, "key": [items…]`, with the items given one at a time.
+    fn list<'s>(&self, buf: &mut Vec<u8>, key: &str, items: impl Iterator<Item = &'s str>) {
+        self.list_start(buf, key);
+        let mut n = 0;
+        for item in items {
+            self.item(buf, &mut n, item);
+        }
+        self.list_end(buf, n);
+    }
+
+    fn list_start(&self, buf: &mut Vec<u8>, key: &str) {
+        buf.extend_from_slice(self.sep_key.as_bytes());
+        buf.push(b'"');
+        buf.extend_from_slice(key.as_bytes());
+        buf.push(b'"');
+        buf.extend_from_slice(self.nl_key.as_bytes());
+        buf.push(b'[');
+    }
+
+    fn item(&self, buf: &mut Vec<u8>, n: &mut usize, item: &str) {
+        buf.extend_from_slice(if *n > 0 { b"," } else { b"" });
+        buf.extend_from_slice(self.item_nl.as_bytes());
+        write_json_str(buf, item, false);
+        *n += 1;
+    }
+
+    fn list_end(&self, buf: &mut Vec<u8>, n: usize) {
+        if n > 0 {
+            buf.extend_from_slice(self.item_close.as_bytes());
+        } else {
+            buf.push(b']');
+        }
     }
 }
 
 /// Writes the result object: compact on one line (`pretty = false`, for `--jsonl`) or
 /// indented as an element of the top-level `--json` array (`pretty = true`).
 pub fn write_result_json(buf: &mut Vec<u8>, case: &Case<'_>, out: &Outcome, pretty: bool) {
-    let (open, sep_key, nl_key, close, item_nl, item_close) = if pretty {
-        ("  {\n    ", ",\n    ", ": ", "\n  }", "\n      ", "\n    ]")
-    } else {
-        ("{", ",", ":", "}", "", "]")
-    };
-    buf.extend_from_slice(open.as_bytes());
-    buf.extend_from_slice(b"\"case_id\"");
-    buf.extend_from_slice(nl_key.as_bytes());
-    write_json_str(buf, &case.case_id, false);
-    buf.extend_from_slice(sep_key.as_bytes());
-    buf.extend_from_slice(b"\"status\"");
-    buf.extend_from_slice(nl_key.as_bytes());
-    buf.push(b'"');
-    buf.extend_from_slice(out.status.as_str().as_bytes());
-    buf.push(b'"');
+    let l = Layout::new(pretty);
+    l.head(buf, &case.case_id, out.status.as_str());
     type Pick = fn(ReqState) -> bool;
     let lists: [(&str, Pick); 3] = [
         ("proven_actions", |s| s == ReqState::Proven),
@@ -242,45 +316,47 @@ pub fn write_result_json(buf: &mut Vec<u8>, case: &Case<'_>, out: &Outcome, pret
         }),
         ("failed_actions", |s| s == ReqState::Failed),
     ];
-    let write_list_start = |buf: &mut Vec<u8>, key: &str| {
-        buf.extend_from_slice(sep_key.as_bytes());
-        buf.push(b'"');
-        buf.extend_from_slice(key.as_bytes());
-        buf.push(b'"');
-        buf.extend_from_slice(nl_key.as_bytes());
-        buf.push(b'[');
-    };
     for (key, want) in lists {
-        write_list_start(buf, key);
-        let mut n = 0;
-        for (req, (s, _)) in case.requirements.iter().zip(&out.states) {
-            if want(*s) {
-                buf.extend_from_slice(if n > 0 { b"," } else { b"" });
-                buf.extend_from_slice(item_nl.as_bytes());
-                write_json_str(buf, &req.action, false);
-                n += 1;
-            }
-        }
-        if n > 0 {
-            buf.extend_from_slice(item_close.as_bytes());
-        } else {
-            buf.push(b']');
-        }
+        let items = case
+            .requirements
+            .iter()
+            .zip(&out.states)
+            .filter(|(_, (s, _))| want(*s))
+            .map(|(r, _)| &*r.action);
+        l.list(buf, key, items);
     }
-    write_list_start(buf, "reasons");
+    l.list_start(buf, "reasons");
     let mut n = 0;
-    for_each_reason(case, out, |r| {
-        buf.extend_from_slice(if n > 0 { b"," } else { b"" });
-        buf.extend_from_slice(item_nl.as_bytes());
-        write_json_str(buf, r, false);
-        n += 1;
-    });
-    if n > 0 {
-        buf.extend_from_slice(item_close.as_bytes());
-    } else {
-        buf.push(b']');
+    for_each_reason(case, out, |r| l.item(buf, &mut n, r));
+    l.list_end(buf, n);
+    buf.extend_from_slice(l.close.as_bytes());
+}
+
+/// Writes an owned result object in the same layout as [`write_result_json`]
+/// (object-form cases; `unrequested_writes` after `reasons` when present).
+pub fn write_evaluation_json(buf: &mut Vec<u8>, e: &Evaluation, pretty: bool) {
+    let l = Layout::new(pretty);
+    l.head(buf, &e.case_id, e.status);
+    l.list(
+        buf,
+        "proven_actions",
+        e.proven_actions.iter().map(String::as_str),
+    );
+    l.list(
+        buf,
+        "missing_actions",
+        e.missing_actions.iter().map(String::as_str),
+    );
+    l.list(
+        buf,
+        "failed_actions",
+        e.failed_actions.iter().map(String::as_str),
+    );
+    l.list(buf, "reasons", e.reasons.iter().map(String::as_str));
+    if let Some(u) = &e.unrequested_writes {
+        l.list(buf, "unrequested_writes", u.iter().map(String::as_str));
     }
-    buf.extend_from_slice(close.as_bytes());
+    buf.extend_from_slice(l.close.as_bytes());
 }
 
 /// Writes the plain line: `case_id` left-aligned in 22 columns (counted in characters,

@@ -11,7 +11,9 @@
 
 use std::borrow::Cow;
 
-use crate::case::{Case, Event, Kind, LBool, LStr, Requirement, idx, string_field, strip_cow};
+use crate::case::{
+    Case, Event, Kind, LBool, LStr, Requirement, idx, object_form_only, string_field, strip_cow,
+};
 use crate::text::py_blank;
 
 /// Deep enough for any real trace, shallow enough that recursion cannot overflow.
@@ -409,8 +411,26 @@ impl<'a> Reader<'a> {
         let mut action: Option<LStr<'a>> = None;
         // None: absent; Some(None): a good list; Some(Some(msg)): its problem.
         let mut fields: Option<Option<String>> = None;
+        // Keys of the object form: refused here (fixed order, as the serde path).
+        let mut object_keys = [false; 3];
         self.object(|r, k| {
             match &*k {
+                key @ ("arguments" | "evidence" | "count") => {
+                    let j = match key {
+                        "arguments" => 0,
+                        "evidence" => 1,
+                        _ => 2,
+                    };
+                    if object_keys[j] {
+                        b.dup.get_or_insert(match j {
+                            0 => "arguments",
+                            1 => "evidence",
+                            _ => "count",
+                        });
+                    }
+                    object_keys[j] = true;
+                    r.skip_value(2)?;
+                }
                 "action" => {
                     if action.is_some() {
                         b.dup.get_or_insert("action");
@@ -449,6 +469,10 @@ impl<'a> Reader<'a> {
         })?;
         if b.req_err.is_some() {
             b.case.fields.truncate(start);
+            return Ok(());
+        }
+        if let Some(j) = object_keys.iter().position(|&x| x) {
+            b.req_err = Some(object_form_only(i, ["arguments", "evidence", "count"][j]));
             return Ok(());
         }
         let action = match string_field(action, "'action'") {
@@ -626,7 +650,13 @@ impl<'a> Reader<'a> {
                     if !matches!(reqs, Seen::Missing) {
                         b.dup.get_or_insert("requirements");
                     }
-                    reqs = r.list_into(&mut b, List::Requirements)?;
+                    reqs = if r.peek() == Some(b'{') {
+                        // The object form: read in full by `constrain` afterwards.
+                        r.skip_value(1)?;
+                        Seen::Object
+                    } else {
+                        r.list_into(&mut b, List::Requirements)?
+                    };
                 }
                 "events" => {
                     if !matches!(events, Seen::Missing) {
@@ -661,6 +691,7 @@ impl<'a> Reader<'a> {
         };
         match reqs {
             Seen::Array(n) if n > 0 => {}
+            Seen::Object => b.case.object_form = true,
             Seen::Other(k) => {
                 return Err(format!("'requirements' must be a non-empty list, not {k}."));
             }
@@ -688,6 +719,8 @@ enum Seen {
     Missing,
     Other(Kind),
     Array(usize),
+    /// `requirements` only: the object form.
+    Object,
 }
 
 /// The case being built, with the first problem of each list kept for later.

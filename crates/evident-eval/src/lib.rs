@@ -3,6 +3,8 @@
 //!
 //! - [`case`]: one case line, parsed strictly and borrowing from the input;
 //! - [`evaluate`]: the peer's semantics (latest event per required action decides);
+//! - [`spec`], [`constrain`]: the object form of requirements (arguments, evidence
+//!   values, counts, unrequested writes) and its evaluation;
 //! - [`metrics`]: claim-quality counters;
 //! - [`engine`]: the streaming, parallel, order-keeping evaluator;
 //! - [`adapt`]: trace formats → canonical cases and provenance envelopes;
@@ -12,6 +14,7 @@
 
 pub mod adapt;
 pub mod case;
+pub mod constrain;
 pub mod corpus;
 pub mod engine;
 pub mod evaluate;
@@ -19,4 +22,5 @@ mod fast;
 pub mod metrics;
 pub mod pyjson;
 pub mod run;
+pub mod spec;
 pub mod text;

@@ -19,16 +19,21 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn add(&mut self, o: &Outcome) {
+        self.add_parts(o.status, o.claimed, o.recovered, o.regressed);
+    }
+
+    /// Counts one case from its parts (object-form cases have no [`Outcome`]).
+    pub fn add_parts(&mut self, status: Status, claimed: bool, recovered: bool, regressed: bool) {
         self.total += 1;
-        let i = o.status.index();
+        let i = status.index();
         self.status[i] += 1;
-        if o.claimed {
+        if claimed {
             self.claimed_by_status[i] += 1;
-        } else if o.status == Status::VerifiedComplete {
+        } else if status == Status::VerifiedComplete {
             self.silent_verified += 1;
         }
-        self.recovered += o.recovered as u64;
-        self.regressed += o.regressed as u64;
+        self.recovered += recovered as u64;
+        self.regressed += regressed as u64;
     }
 
     pub fn merge(&mut self, other: &Metrics) {

@@ -6,7 +6,7 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::adapt::{self, Format, Requirement};
+use crate::adapt::{self, AdaptOptions, Format, Requirements};
 use crate::engine::{self, EngineError, Hooks, LineError, Mode, Options};
 
 /// One `evident eval` invocation.
@@ -20,6 +20,8 @@ pub struct EvalRequest {
     pub threads: usize,
     /// Read traces through this adapter, with this requirements file.
     pub adapter: Option<(Format, PathBuf)>,
+    /// What the trace format does not record (`openai-chat`).
+    pub adapt_options: AdaptOptions,
     /// Allow a progress line on stderr (only drawn when stderr is a terminal).
     pub progress: bool,
 }
@@ -76,6 +78,7 @@ fn eval_traces(
         return Err("give trace files or directories to read with --adapter (standard input holds case JSONL only)".into());
     }
     let reqs = read_requirements(reqs_path)?;
+    note_success_rule(format, &req.adapt_options);
     let files = list_traces(&req.inputs)?;
     if files.is_empty() {
         return Err("no trace files found (a directory contributes its *.json files)".into());
@@ -85,6 +88,7 @@ fn eval_traces(
         next: 0,
         format,
         reqs,
+        options: req.adapt_options.clone(),
         buf: Vec::new(),
         pos: 0,
         keep_going: req.keep_going,
@@ -110,8 +114,17 @@ fn eval_traces(
     }
 }
 
+/// The chat format has no error flag: say so when no `--error-prefix` decides.
+fn note_success_rule(format: Format, opts: &AdaptOptions) {
+    if format == Format::OpenAiChat && opts.error_prefixes.is_empty() {
+        eprintln!(
+            "note: openai-chat records no error flag and no --error-prefix was given: every tool result counts as a success"
+        );
+    }
+}
+
 /// Reads and checks a requirements file; errors name the file.
-pub fn read_requirements(path: &Path) -> Result<Vec<Requirement>, String> {
+pub fn read_requirements(path: &Path) -> Result<Requirements, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     adapt::parse_requirements(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -148,7 +161,8 @@ struct TraceCases {
     files: Vec<PathBuf>,
     next: usize,
     format: Format,
-    reqs: Vec<Requirement>,
+    reqs: Requirements,
+    options: AdaptOptions,
     buf: Vec<u8>,
     pos: usize,
     keep_going: bool,
@@ -159,11 +173,12 @@ impl TraceCases {
     fn adapt_one(&self, path: &Path) -> Result<Vec<u8>, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         // The file path is the provenance reference when traces are evaluated in bulk.
-        let env = adapt::adapt_bytes(
+        let env = adapt::adapt_bytes_with(
             self.format,
             &bytes,
             self.reqs.clone(),
             &path.display().to_string(),
+            &self.options,
         )
         .map_err(|e| format!("{}: {e}", path.display()))?;
         let mut line = serde_json::to_vec(&env.case_value())
@@ -268,11 +283,14 @@ pub struct AdaptRequest {
     pub requirements: PathBuf,
     pub source_ref: String,
     pub envelope: bool,
+    /// What the trace format does not record (`openai-chat`).
+    pub adapt_options: AdaptOptions,
 }
 
 /// Runs `evident adapt`: the canonical case (or the envelope) as indented JSON.
 pub fn adapt(req: &AdaptRequest, out: &mut dyn Write) -> Result<u8, String> {
     let reqs = read_requirements(&req.requirements)?;
+    note_success_rule(req.format, &req.adapt_options);
     let (label, bytes) = if req.trace.as_os_str() == "-" {
         let mut b = Vec::new();
         io::stdin()
@@ -283,8 +301,14 @@ pub fn adapt(req: &AdaptRequest, out: &mut dyn Write) -> Result<u8, String> {
         let b = std::fs::read(&req.trace).map_err(|e| format!("{}: {e}", req.trace.display()))?;
         (req.trace.display().to_string(), b)
     };
-    let env = adapt::adapt_bytes(req.format, &bytes, reqs, &req.source_ref)
-        .map_err(|e| format!("{label}: {e}"))?;
+    let env = adapt::adapt_bytes_with(
+        req.format,
+        &bytes,
+        reqs,
+        &req.source_ref,
+        &req.adapt_options,
+    )
+    .map_err(|e| format!("{label}: {e}"))?;
     let value = if req.envelope {
         env.envelope_value()
     } else {

@@ -170,7 +170,7 @@ mod peer_adapters {
         let call = r#"{"type":"tool_call","tool_call_id":"c1","name":"a","arguments":{}}"#;
         let res = r#"{"type":"tool_result","tool_call_id":"c1","success":true,"evidence":{}}"#;
         assert!(r(&format!("[{call}]")).contains("tool_call 'c1' has no result"));
-        assert!(r(&format!("[{res}]")).contains("tool_result 'c1' has no call"));
+        assert!(r(&format!("[{res}]")).contains("tool_result 'c1' has no earlier tool_call"));
         assert!(r(&format!("[{call},{call},{res}]")).contains("duplicate tool_call id 'c1'"));
         assert!(r(&format!("[{call},{res},{res}]")).contains("duplicate tool_result id 'c1'"));
         assert!(
@@ -309,7 +309,6 @@ mod new_formats {
         let r = |m: &str| reject(Format::Anthropic, &format!("\"messages\":{m}"));
         let use_ = r#"{"role":"assistant","content":[{"type":"tool_use","id":"u1","name":"a","input":{}}]}"#;
         let res = r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"u1","content":"{}"}]}"#;
-        assert!(r(&format!("[{use_}]")).contains("tool_use 'u1' has no result"));
         assert!(r(&format!("[{res},{use_}]")).contains("has no earlier tool_use"));
         assert!(r(&format!("[{use_},{use_},{res}]")).contains("duplicate tool_use id 'u1'"));
         assert!(r(&format!("[{use_},{res},{res}]")).contains("duplicate tool_result id 'u1'"));
@@ -346,7 +345,6 @@ mod new_formats {
         let r = |m: &str| reject(Format::OpenAiResponses, &format!("\"items\":{m}"));
         let call = r#"{"type":"function_call","call_id":"c1","name":"a","arguments":"{}"}"#;
         let out = r#"{"type":"function_call_output","call_id":"c1","output":"ok"}"#;
-        assert!(r(&format!("[{call}]")).contains("function_call 'c1' has no result"));
         assert!(r(&format!("[{out},{call}]")).contains("has no earlier function_call"));
         assert!(r(&format!("[{call},{call},{out}]")).contains("duplicate function_call id 'c1'"));
         assert!(
@@ -387,7 +385,6 @@ mod new_formats {
         let r = |m: &str| reject(Format::Mcp, &format!("\"messages\":{m}"));
         let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","arguments":{}}}"#;
         let ok = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
-        assert!(r(&format!("[{call}]")).contains("tools/call request '7' has no result"));
         assert!(r(&format!("[{ok}]")).contains("response 7 has no earlier request"));
         assert!(r(&format!("[{call},{call},{ok}]")).contains("duplicate request id 7"));
         assert!(r(&format!("[{call},{ok},{ok}]")).contains("duplicate response to request 7"));
@@ -699,5 +696,137 @@ mod differential {
             metrics.as_bytes(),
             &read("differential/tricky.peer.metrics.json")[..]
         );
+    }
+}
+
+/// Issue 11, item 3: every adapter pairs strictly. Out of order (a result before its
+/// call), duplicate (an id already waiting) and orphan (a result no call waits for)
+/// are errors; an id reused after its result is a new call; a call with no result is
+/// an error in seed 001's formats and an unfinished call in agent-native logs.
+mod strict_pairing {
+    use super::*;
+    use evident_eval::case::parse_case;
+    use evident_eval::evaluate::evaluation;
+
+    const HEAD: &str = r#""trace_id":"t","task":"x","completion_claimed":true"#;
+
+    fn reqs() -> Vec<adapt::Requirement> {
+        vec![adapt::Requirement {
+            action: "a".into(),
+            evidence_fields: vec![],
+        }]
+    }
+
+    fn adapt_body(format: Format, key: &str, items: &[&str]) -> Result<adapt::Envelope, String> {
+        let trace = format!("{{{HEAD},\"{key}\":[{}]}}", items.join(","));
+        adapt::adapt_bytes(format, trace.as_bytes(), reqs(), "r").map_err(|e| e.0)
+    }
+
+    /// (format, payload key, a call with id ID, its result with id ID)
+    fn shapes() -> Vec<(Format, &'static str, String, String)> {
+        let chat_call = r#"{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"a","arguments":"{}"}}]}"#;
+        let chat_res = r#"{"role":"tool","tool_call_id":"ID","content":"{\"ok\":1}"}"#;
+        vec![
+            (
+                Format::OpenAi,
+                "records",
+                r#"{"type":"tool_call","tool_call_id":"ID","name":"a","arguments":{}}"#.into(),
+                r#"{"type":"tool_result","tool_call_id":"ID","success":true,"evidence":{}}"#.into(),
+            ),
+            (
+                Format::Anthropic,
+                "messages",
+                r#"{"role":"assistant","content":[{"type":"tool_use","id":"ID","name":"a","input":{}}]}"#.into(),
+                r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"ID","content":"{}"}]}"#.into(),
+            ),
+            (
+                Format::OpenAiResponses,
+                "items",
+                r#"{"type":"function_call","call_id":"ID","name":"a","arguments":"{}"}"#.into(),
+                r#"{"type":"function_call_output","call_id":"ID","output":"{}"}"#.into(),
+            ),
+            (
+                Format::Mcp,
+                "messages",
+                r#"{"jsonrpc":"2.0","id":"ID","method":"tools/call","params":{"name":"a","arguments":{}}}"#.into(),
+                r#"{"jsonrpc":"2.0","id":"ID","result":{"content":[]}}"#.into(),
+            ),
+            (Format::OpenAiChat, "messages", chat_call.into(), chat_res.into()),
+        ]
+    }
+
+    fn run(format: Format, key: &str, items: &[String]) -> Result<adapt::Envelope, String> {
+        let items: Vec<&str> = items.iter().map(String::as_str).collect();
+        if format == Format::OpenAiChat {
+            let trace = format!("{{{HEAD},\"messages\":[{}]}}", items.join(","));
+            return adapt::adapt_bytes_with(
+                format,
+                trace.as_bytes(),
+                reqs(),
+                "r",
+                &adapt::AdaptOptions::default(),
+            )
+            .map_err(|e| e.0);
+        }
+        adapt_body(format, key, &items)
+    }
+
+    #[test]
+    fn out_of_order_duplicate_and_orphan_are_errors_in_every_adapter() {
+        for (format, key, call, res) in shapes() {
+            let c = |id: &str| call.replace("ID", id);
+            let r = |id: &str| res.replace("ID", id);
+            let name = format.name();
+            // The attack: a result placed before its call (the openai adapter used to
+            // pair it and say VERIFIED_COMPLETE).
+            let e = run(format, key, &[r("c1"), c("c1")]).unwrap_err();
+            assert!(e.contains("has no earlier"), "{name}: {e}");
+            // A duplicate: the id is still waiting.
+            let e = run(format, key, &[c("c1"), c("c1"), r("c1")]).unwrap_err();
+            assert!(
+                e.contains("duplicate") && e.contains("still waiting"),
+                "{name}: {e}"
+            );
+            // An orphan, and a second result.
+            let e = run(format, key, &[c("c1"), r("c1"), r("c2")]).unwrap_err();
+            assert!(e.contains("has no earlier"), "{name}: {e}");
+            let e = run(format, key, &[c("c1"), r("c1"), r("c1")]).unwrap_err();
+            assert!(e.contains("duplicate"), "{name}: {e}");
+            // The honest twin: an id reused after its result is a new call.
+            let env = run(format, key, &[c("c1"), r("c1"), c("c1"), r("c1")]).unwrap();
+            assert_eq!(env.events.len(), 2, "{name}");
+            assert!(
+                env.events.iter().all(|e| e.success && !e.unfinished),
+                "{name}"
+            );
+            // A call that never gets a result.
+            let last = run(format, key, &[c("c1"), r("c1"), c("c2")]);
+            if format.is_seed_format() {
+                assert!(last.unwrap_err().contains("has no result"), "{name}");
+            } else {
+                let env = last.unwrap();
+                let e = &env.events[1];
+                assert!(
+                    !e.success && e.unfinished,
+                    "{name}: unfinished, never a success"
+                );
+                // Evaluated, the unfinished latest call is a failure, not a success.
+                let line = serde_json::to_vec(&env.case_value()).unwrap();
+                let ev = evaluation(&parse_case(&line).unwrap());
+                assert_eq!(ev.status, "FAILED", "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_peers_reference_traces_are_in_order() {
+        // No lenient order is needed for parity: the peer's own traces still adapt.
+        for (format, trace) in [
+            (Format::Generic, "peer/generic_trace.json"),
+            (Format::OpenAi, "peer/openai_tool_trace.json"),
+        ] {
+            let reqs = adapt::parse_requirements(&read("peer/requirements.json")).unwrap();
+            adapt::adapt_bytes(format, &read(trace), reqs, "r").expect(trace);
+        }
     }
 }

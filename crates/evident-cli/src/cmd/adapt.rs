@@ -9,7 +9,8 @@ use evident_eval::run::{AdaptRequest, adapt};
 /// Arguments of `evident adapt`.
 ///
 /// Formats: generic, openai (the peer's), anthropic (Messages API), openai-responses
-/// (Responses API items), mcp (JSON-RPC tools/call log), otel (OTLP/JSON GenAI spans).
+/// (Responses API items), mcp (JSON-RPC tools/call log), otel (OTLP/JSON GenAI spans),
+/// openai-chat (Chat Completions message lists).
 /// See docs/eval.md for each format and its success rule.
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,7 +20,8 @@ pub struct Args {
     /// The trace file, or - for standard input.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
-    /// The owner's requirements: a non-empty JSON array of {action, evidence_fields}.
+    /// The owner's requirements: a non-empty JSON array of {action, evidence_fields}, or
+    /// the object form {"requirements": [...], "writes": [...]}.
     #[arg(value_name = "REQUIREMENTS")]
     pub requirements: PathBuf,
     /// A stable reference to the raw trace (a run id, a path in an artifact store).
@@ -28,6 +30,14 @@ pub struct Args {
     /// Print the provenance envelope (sequence, source_event_id, source) instead of the case.
     #[arg(long)]
     pub envelope: bool,
+    /// openai-chat: a tool result whose content starts with TEXT is a failed call
+    /// (repeatable; without it every result is a success).
+    #[arg(long, value_name = "TEXT", value_parser = super::eval::error_prefix)]
+    pub error_prefix: Vec<String>,
+    /// openai-chat: whether the agent claimed completion, when the trace does not record
+    /// it (never read from the agent's words).
+    #[arg(long, value_name = "true|false")]
+    pub claimed: Option<bool>,
     /// Accepted for symmetry with the other commands: the output is always JSON.
     #[arg(long)]
     pub json: bool,
@@ -42,6 +52,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         requirements: args.requirements,
         source_ref: args.source_ref,
         envelope: args.envelope,
+        adapt_options: evident_eval::adapt::AdaptOptions {
+            error_prefixes: args.error_prefix,
+            claimed: args.claimed,
+        },
     };
     let stdout = std::io::stdout();
     adapt(&req, &mut stdout.lock()).map_err(anyhow::Error::msg)

@@ -36,9 +36,18 @@ pub struct Args {
     /// Read trace files through this adapter instead of case JSONL.
     #[arg(long, value_name = "FORMAT", value_parser = format_names(), requires = "requirements")]
     pub adapter: Option<String>,
-    /// The owner's requirements (a JSON array) for traces read with --adapter.
+    /// The owner's requirements for traces read with --adapter: a JSON array (seed 001)
+    /// or the object form {"requirements": [...], "writes": [...]}.
     #[arg(long, value_name = "FILE", requires = "adapter")]
     pub requirements: Option<PathBuf>,
+    /// openai-chat: a tool result whose content starts with TEXT is a failed call
+    /// (repeatable; without it every result is a success).
+    #[arg(long, value_name = "TEXT", requires = "adapter", value_parser = error_prefix)]
+    pub error_prefix: Vec<String>,
+    /// openai-chat: whether the agent claimed completion, when the trace does not record
+    /// it (never read from the agent's words).
+    #[arg(long, value_name = "true|false", requires = "adapter")]
+    pub claimed: Option<bool>,
     /// Never draw the progress line (it is drawn only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
@@ -53,6 +62,10 @@ fn thread_count(s: &str) -> Result<usize, String> {
             "expected a number of threads from 0 (one per core) to {max}"
         )),
     }
+}
+
+pub(crate) fn error_prefix(s: &str) -> Result<String, String> {
+    evident_eval::adapt::check_error_prefix(s).map(|_| s.to_owned())
 }
 
 pub(crate) fn format_names() -> clap::builder::PossibleValuesParser {
@@ -80,6 +93,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         keep_going: args.keep_going,
         threads: args.threads,
         adapter,
+        adapt_options: evident_eval::adapt::AdaptOptions {
+            error_prefixes: args.error_prefix,
+            claimed: args.claimed,
+        },
         progress: !args.no_progress,
     };
     let stdout = std::io::stdout();

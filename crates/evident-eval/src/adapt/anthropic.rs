@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::{AdaptError, AdaptedEvent, Pairing, err, evidence_from_text, req_str};
 
 pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError> {
-    let mut pairing = Pairing::new("tool_use", "tool_result");
+    let mut pairing = Pairing::new("tool_use", "tool_result", true);
     for (i, m) in payload.iter().enumerate() {
         let path = format!("messages[{i}]");
         let Value::Object(o) = m else {
@@ -39,21 +39,18 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
                     }
                     let id = req_str(b, "id", &format!("{bpath}.id"))?;
                     let name = req_str(b, "name", &format!("{bpath}.name"))?;
-                    if b.get("input").is_some_and(|i| !i.is_object()) {
-                        return err(format!("{bpath}.input must be an object"));
-                    }
-                    pairing.call(id, name, &bpath)?;
+                    let input = match b.get("input") {
+                        None => None,
+                        Some(Value::Object(m)) => Some(m.clone()),
+                        Some(_) => return err(format!("{bpath}.input must be an object")),
+                    };
+                    pairing.call(id, name, input, &bpath)?;
                 }
                 Some("tool_result") => {
                     if role != "user" {
                         return err(format!("{bpath}: tool_result outside a user message"));
                     }
                     let id = req_str(b, "tool_use_id", &format!("{bpath}.tool_use_id"))?;
-                    if !pairing.has_call(&id) {
-                        return err(format!(
-                            "{bpath}: tool_result '{id}' has no earlier tool_use"
-                        ));
-                    }
                     let is_error = match b.get("is_error") {
                         None | Some(Value::Null) => false,
                         Some(Value::Bool(e)) => *e,

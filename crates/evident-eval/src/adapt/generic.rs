@@ -30,12 +30,18 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
                 Some(id)
             }
         };
-        out.push(AdaptedEvent {
+        // Optional: what the agent asked for (read only by object-form requirements).
+        let arguments = match o.get("arguments") {
+            None => None,
+            Some(_) => Some(opt_obj(o, "arguments", &format!("{path}.arguments"))?),
+        };
+        out.push(AdaptedEvent::new(
             action,
             success,
             evidence,
             source_event_id,
-        });
+            arguments,
+        ));
     }
     Ok(out)
 }

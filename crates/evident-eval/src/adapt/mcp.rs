@@ -20,14 +20,15 @@ fn id_key(id: &Value, path: &str) -> Result<(String, String), AdaptError> {
 }
 
 pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError> {
-    let mut pairing = Pairing::new("tools/call request", "response");
-    // Ids of every request (any method), so a stray response is caught.
-    let mut requests: HashSet<String> = HashSet::new();
+    let mut pairing = Pairing::new("tools/call request", "response", true);
+    // Requests of any method still waiting for their response (typed key → whether
+    // it is a tools/call), so a stray response is caught; an id may be reused once
+    // its response has arrived.
+    let mut waiting: HashMap<String, bool> = HashMap::new();
     let mut answered: HashSet<String> = HashSet::new();
-    // tools/call requests by typed key → the id as text (pairing and output use the
-    // text, so `1` and `"1"` in one log would be ambiguous and are refused).
-    let mut tool_calls: HashMap<String, String> = HashMap::new();
-    let mut shown_ids: HashSet<String> = HashSet::new();
+    // The id as text → its typed key (pairing and output use the text, so `1` and
+    // `"1"` in one log would be ambiguous and are refused).
+    let mut shown_ids: HashMap<String, String> = HashMap::new();
     for (i, m) in payload.iter().enumerate() {
         let path = format!("messages[{i}]");
         let Value::Object(o) = m else {
@@ -42,25 +43,32 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
             };
             let Some(id) = o.get("id") else { continue }; // a notification
             let (key, shown) = id_key(id, &path)?;
-            if !requests.insert(key.clone()) {
-                return err(format!("{path}: duplicate request id {shown}"));
+            if waiting.contains_key(&key) {
+                return err(format!(
+                    "{path}: duplicate request id {shown} (a request with this id is still waiting for its response)"
+                ));
             }
-            if method == "tools/call" {
+            if shown_ids.get(&shown).is_some_and(|k| *k != key) {
+                return err(format!(
+                    "{path}: request id {shown} is used both as a string and as a number"
+                ));
+            }
+            shown_ids.insert(shown.clone(), key.clone());
+            answered.remove(&key);
+            let is_tool_call = method == "tools/call";
+            if is_tool_call {
                 let Some(Value::Object(params)) = o.get("params") else {
                     return err(format!("{path}.params must be an object"));
                 };
                 let name = req_str(params, "name", &format!("{path}.params.name"))?;
-                if params.get("arguments").is_some_and(|a| !a.is_object()) {
-                    return err(format!("{path}.params.arguments must be an object"));
-                }
-                if !shown_ids.insert(shown.clone()) {
-                    return err(format!(
-                        "{path}: request id {shown} is used both as a string and as a number"
-                    ));
-                }
-                tool_calls.insert(key, shown.clone());
-                pairing.call(shown, name, &path)?;
+                let arguments = match params.get("arguments") {
+                    None => None,
+                    Some(Value::Object(a)) => Some(a.clone()),
+                    Some(_) => return err(format!("{path}.params.arguments must be an object")),
+                };
+                pairing.call(shown, name, arguments, &path)?;
             }
+            waiting.insert(key, is_tool_call);
             continue;
         }
         let (has_result, has_error) = (o.contains_key("result"), o.contains_key("error"));
@@ -76,15 +84,18 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
             continue; // an error about an unparseable request: answers no call
         }
         let (key, shown) = id_key(id, &path)?;
-        if !requests.contains(&key) {
-            return err(format!("{path}: response {shown} has no earlier request"));
-        }
-        if !answered.insert(key.clone()) {
-            return err(format!("{path}: duplicate response to request {shown}"));
-        }
-        let Some(display) = tool_calls.get(&key) else {
-            continue;
+        let Some(is_tool_call) = waiting.remove(&key) else {
+            if answered.contains(&key) {
+                return err(format!("{path}: duplicate response to request {shown}"));
+            }
+            return err(format!(
+                "{path}: response {shown} has no earlier request waiting for it (a response before its request, or an orphan)"
+            ));
         };
+        answered.insert(key);
+        if !is_tool_call {
+            continue;
+        }
         let (success, evidence) = if has_error {
             let e = &o["error"];
             if !e.is_object() {
@@ -104,7 +115,7 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
             };
             (!is_error, result_evidence(r, &path)?)
         };
-        pairing.result(&display.clone(), success, evidence, &path)?;
+        pairing.result(&shown, success, evidence, &path)?;
     }
     pairing.finish()
 }

@@ -9,6 +9,8 @@
 //! Tool-call arguments never enter evidence: asking for an action is not proof it ran.
 
 mod anthropic;
+mod chat;
+pub use chat::{NO_TASK, check_error_prefix};
 mod generic;
 mod mcp;
 mod openai;
@@ -18,6 +20,7 @@ mod responses;
 use serde_json::{Map, Value, json};
 
 use crate::pyjson::{self, PRETTY};
+use crate::spec::{Spec, parse_spec};
 use crate::text::{py_blank, py_strip};
 
 /// The trace formats `evident adapt` reads.
@@ -29,17 +32,25 @@ pub enum Format {
     OpenAiResponses,
     Mcp,
     Otel,
+    OpenAiChat,
 }
 
 impl Format {
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Generic,
         Format::OpenAi,
         Format::Anthropic,
         Format::OpenAiResponses,
         Format::Mcp,
         Format::Otel,
+        Format::OpenAiChat,
     ];
+
+    /// Seed 001's own formats: a call that never gets a result is an error there (as
+    /// the peer behaves); in agent-native logs it is an unfinished call.
+    pub fn is_seed_format(self) -> bool {
+        matches!(self, Format::Generic | Format::OpenAi)
+    }
 
     /// The name on the command line.
     pub fn name(self) -> &'static str {
@@ -50,6 +61,7 @@ impl Format {
             Format::OpenAiResponses => "openai-responses",
             Format::Mcp => "mcp",
             Format::Otel => "otel",
+            Format::OpenAiChat => "openai-chat",
         }
     }
 
@@ -66,6 +78,7 @@ impl Format {
             Format::OpenAiResponses => ("openai-responses@1", "openai-responses"),
             Format::Mcp => ("mcp-jsonrpc@1", "mcp-jsonrpc"),
             Format::Otel => ("otlp-genai@1", "otlp-genai"),
+            Format::OpenAiChat => ("openai-chat@1", "openai-chat-messages"),
         }
     }
 
@@ -78,6 +91,7 @@ impl Format {
             Format::OpenAiResponses => "items",
             Format::Mcp => "messages",
             Format::Otel => "resourceSpans",
+            Format::OpenAiChat => "messages",
         }
     }
 }
@@ -98,6 +112,36 @@ pub struct Requirement {
     pub evidence_fields: Vec<String>,
 }
 
+/// A requirements file: seed 001's list, or the object form ([`crate::spec`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Requirements {
+    List(Vec<Requirement>),
+    Spec(Spec),
+}
+
+impl From<Vec<Requirement>> for Requirements {
+    fn from(v: Vec<Requirement>) -> Self {
+        Requirements::List(v)
+    }
+}
+
+impl From<Spec> for Requirements {
+    fn from(s: Spec) -> Self {
+        Requirements::Spec(s)
+    }
+}
+
+/// What the command line adds to a trace that does not record it (only the
+/// `openai-chat` format reads these).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AdaptOptions {
+    /// A tool result whose content starts with one of these marks a failed call (the
+    /// chat format has no error flag). Empty: every result is a success.
+    pub error_prefixes: Vec<String>,
+    /// `completion_claimed` when the trace does not record it.
+    pub claimed: Option<bool>,
+}
+
 /// One adapted event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdaptedEvent {
@@ -105,6 +149,48 @@ pub struct AdaptedEvent {
     pub success: bool,
     pub evidence: Map<String, Value>,
     pub source_event_id: Option<String>,
+    /// What the agent asked for; never evidence. Output only with object-form
+    /// requirements (seed 001's case format has no such member).
+    pub arguments: Option<Map<String, Value>>,
+    /// The call never got a result (agent-native logs only); `success` is false.
+    pub unfinished: bool,
+}
+
+impl AdaptedEvent {
+    pub(crate) fn new(
+        action: String,
+        success: bool,
+        evidence: Map<String, Value>,
+        source_event_id: Option<String>,
+        arguments: Option<Map<String, Value>>,
+    ) -> Self {
+        AdaptedEvent {
+            action,
+            success,
+            evidence,
+            source_event_id,
+            arguments,
+            unfinished: false,
+        }
+    }
+
+    /// The event's members in the canonical case (`arguments` only for the object
+    /// form, `unfinished` only when set, so seed 001's output is unchanged).
+    fn case_members(&self, object_form: bool) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("action".into(), Value::String(self.action.clone()));
+        m.insert("success".into(), Value::Bool(self.success));
+        m.insert("evidence".into(), Value::Object(self.evidence.clone()));
+        if object_form {
+            if let Some(a) = &self.arguments {
+                m.insert("arguments".into(), Value::Object(a.clone()));
+            }
+        }
+        if self.unfinished {
+            m.insert("unfinished".into(), Value::Bool(true));
+        }
+        m
+    }
 }
 
 /// Where an envelope came from.
@@ -122,17 +208,20 @@ pub struct Envelope {
     pub trace_id: String,
     pub task: String,
     pub completion_claimed: bool,
-    pub requirements: Vec<Requirement>,
+    pub requirements: Requirements,
     pub events: Vec<AdaptedEvent>,
     pub source: Source,
 }
 
-fn requirements_value(reqs: &[Requirement]) -> Value {
-    Value::Array(
-        reqs.iter()
-            .map(|r| json!({"action": r.action, "evidence_fields": r.evidence_fields}))
-            .collect(),
-    )
+fn requirements_value(reqs: &Requirements) -> Value {
+    match reqs {
+        Requirements::List(reqs) => Value::Array(
+            reqs.iter()
+                .map(|r| json!({"action": r.action, "evidence_fields": r.evidence_fields}))
+                .collect(),
+        ),
+        Requirements::Spec(s) => s.to_value(),
+    }
 }
 
 impl Envelope {
@@ -143,12 +232,13 @@ impl Envelope {
             "task": self.task,
             "completion_claimed": self.completion_claimed,
             "requirements": requirements_value(&self.requirements),
-            "events": self.events.iter().map(|e| json!({
-                "action": e.action,
-                "success": e.success,
-                "evidence": Value::Object(e.evidence.clone()),
-            })).collect::<Vec<_>>(),
+            "events": self.events.iter().map(|e| Value::Object(e.case_members(self.object_form())))
+                .collect::<Vec<_>>(),
         })
+    }
+
+    fn object_form(&self) -> bool {
+        matches!(self.requirements, Requirements::Spec(_))
     }
 
     /// The full envelope, as the peer's `--envelope` prints it.
@@ -158,13 +248,12 @@ impl Envelope {
             "task": self.task,
             "completion_claimed": self.completion_claimed,
             "requirements": requirements_value(&self.requirements),
-            "events": self.events.iter().enumerate().map(|(i, e)| json!({
-                "action": e.action,
-                "success": e.success,
-                "evidence": Value::Object(e.evidence.clone()),
-                "sequence": i,
-                "source_event_id": e.source_event_id,
-            })).collect::<Vec<_>>(),
+            "events": self.events.iter().enumerate().map(|(i, e)| {
+                let mut m = e.case_members(self.object_form());
+                m.insert("sequence".into(), json!(i));
+                m.insert("source_event_id".into(), json!(e.source_event_id));
+                Value::Object(m)
+            }).collect::<Vec<_>>(),
             "source": {
                 "adapter": self.source.adapter,
                 "source_type": self.source.source_type,
@@ -182,12 +271,22 @@ pub fn to_pretty(v: &Value) -> Result<String, AdaptError> {
         .map_err(AdaptError)
 }
 
-/// Reads a requirements file: a non-empty JSON array of `{action, evidence_fields?}`,
-/// with the same rules (and `strip()`) as a case's requirements.
-pub fn parse_requirements(bytes: &[u8]) -> Result<Vec<Requirement>, AdaptError> {
+/// Reads a requirements file: seed 001's non-empty JSON array of `{action,
+/// evidence_fields?}` (the same rules, and `strip()`, as a case's requirements), or
+/// the object form (`{"requirements": [...], "writes": [...]}`, [`crate::spec`]).
+pub fn parse_requirements(bytes: &[u8]) -> Result<Requirements, AdaptError> {
     let v = pyjson::parse_strict(bytes).map_err(AdaptError)?;
+    if v.is_object() {
+        return parse_spec(&v, "")
+            .map(Requirements::Spec)
+            .map_err(AdaptError);
+    }
+    parse_requirement_list(v).map(Requirements::List)
+}
+
+fn parse_requirement_list(v: Value) -> Result<Vec<Requirement>, AdaptError> {
     let Value::Array(items) = v else {
-        return err("requirements must be a non-empty JSON array");
+        return err("requirements must be a non-empty JSON array or an object");
     };
     if items.is_empty() {
         return err("requirements must be a non-empty JSON array");
@@ -197,6 +296,11 @@ pub fn parse_requirements(bytes: &[u8]) -> Result<Vec<Requirement>, AdaptError> 
         let Value::Object(o) = item else {
             return err(format!("[{i}]: Each requirement must be an object."));
         };
+        for key in ["arguments", "evidence", "count"] {
+            if o.contains_key(key) {
+                return err(crate::case::object_form_only(i, key).replacen("requirements", "", 1));
+            }
+        }
         let action = match o.get("action") {
             Some(Value::String(s)) if !py_blank(s) => py_strip(s).to_owned(),
             Some(Value::String(_)) | None => {
@@ -311,28 +415,56 @@ pub(crate) fn evidence_from_text(text: &str, path: &str) -> Result<Map<String, V
 pub fn adapt(
     format: Format,
     raw: &Value,
-    requirements: Vec<Requirement>,
+    requirements: impl Into<Requirements>,
     source_ref: &str,
+) -> Result<Envelope, AdaptError> {
+    adapt_with(
+        format,
+        raw,
+        requirements,
+        source_ref,
+        &AdaptOptions::default(),
+    )
+}
+
+/// [`adapt`] with the command line's additions for formats that do not record them.
+pub fn adapt_with(
+    format: Format,
+    raw: &Value,
+    requirements: impl Into<Requirements>,
+    source_ref: &str,
+    opts: &AdaptOptions,
 ) -> Result<Envelope, AdaptError> {
     if py_blank(source_ref) {
         return err("--source-ref must be a non-empty string");
     }
-    let w = wrapper(raw, format.payload_key())?;
-    let events = match format {
-        Format::Generic => generic::events(w.payload)?,
-        Format::OpenAi => openai::events(w.payload)?,
-        Format::Anthropic => anthropic::events(w.payload)?,
-        Format::OpenAiResponses => responses::events(w.payload)?,
-        Format::Mcp => mcp::events(w.payload)?,
-        Format::Otel => otel::events(w.payload)?,
+    if format != Format::OpenAiChat && (!opts.error_prefixes.is_empty() || opts.claimed.is_some()) {
+        return err(format!(
+            "--error-prefix and --claimed apply to the openai-chat format only ({} records success and the claim itself)",
+            format.name()
+        ));
+    }
+    let (trace_id, task, completion_claimed, events) = if format == Format::OpenAiChat {
+        chat::adapt(raw, source_ref, opts)?
+    } else {
+        let w = wrapper(raw, format.payload_key())?;
+        let events = match format {
+            Format::Generic => generic::events(w.payload)?,
+            Format::OpenAi => openai::events(w.payload)?,
+            Format::Anthropic => anthropic::events(w.payload)?,
+            Format::OpenAiResponses => responses::events(w.payload)?,
+            Format::Mcp => mcp::events(w.payload)?,
+            Format::Otel | Format::OpenAiChat => otel::events(w.payload)?,
+        };
+        (w.trace_id, w.task, w.completion_claimed, events)
     };
     let raw_sha256 = pyjson::canonical_sha256(raw).map_err(AdaptError)?;
     let (adapter, source_type) = format.ids();
     Ok(Envelope {
-        trace_id: w.trace_id,
-        task: w.task,
-        completion_claimed: w.completion_claimed,
-        requirements,
+        trace_id,
+        task,
+        completion_claimed,
+        requirements: requirements.into(),
         events,
         source: Source {
             adapter,
@@ -347,46 +479,103 @@ pub fn adapt(
 pub fn adapt_bytes(
     format: Format,
     trace: &[u8],
-    requirements: Vec<Requirement>,
+    requirements: impl Into<Requirements>,
     source_ref: &str,
 ) -> Result<Envelope, AdaptError> {
-    let raw = pyjson::parse_strict(trace).map_err(AdaptError)?;
-    adapt(format, &raw, requirements, source_ref)
+    adapt_bytes_with(
+        format,
+        trace,
+        requirements,
+        source_ref,
+        &AdaptOptions::default(),
+    )
 }
 
-/// Pairs calls with results by id: the shared bookkeeping of the call/result formats.
-/// Events come out in call order.
+/// [`adapt_bytes`] with the command line's additions.
+pub fn adapt_bytes_with(
+    format: Format,
+    trace: &[u8],
+    requirements: impl Into<Requirements>,
+    source_ref: &str,
+    opts: &AdaptOptions,
+) -> Result<Envelope, AdaptError> {
+    let raw = pyjson::parse_strict(trace).map_err(AdaptError)?;
+    adapt_with(format, &raw, requirements, source_ref, opts)
+}
+
+/// A JSON object given as text (the chat and Responses formats' `arguments`): it
+/// must parse strictly to an object; an empty string means no arguments.
+pub(crate) fn arguments_from_text(
+    text: &str,
+    path: &str,
+) -> Result<Map<String, Value>, AdaptError> {
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match pyjson::parse_strict(text.as_bytes()) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => err(format!("{path} must be a JSON object, given as text")),
+        Err(e) => err(format!(
+            "{path} is not valid JSON ({e}): the call's arguments cannot be read"
+        )),
+    }
+}
+
+/// Pairs calls with results by id, strictly, for every call/result format: a result
+/// must come after its call (*out of order* otherwise); an id may not be reused while
+/// its call still waits for a result (a *duplicate*), but may be reused after it (a
+/// new call: real logs do this); a result no call waits for is an *orphan*. A call
+/// that never gets a result is an error in seed 001's formats and an unfinished call
+/// (never a success) in agent-native logs. Events come out in call order.
 pub(crate) struct Pairing {
     kind_call: &'static str,
     kind_result: &'static str,
-    calls: Vec<(String, String)>,
-    index: std::collections::HashMap<String, usize>,
-    results: Vec<Option<(bool, Map<String, Value>)>>,
+    /// Agent-native log: a call without a result is unfinished, not an error.
+    native: bool,
+    events: Vec<AdaptedEvent>,
+    answered: Vec<bool>,
+    /// Ids of calls still waiting for their result → index in `events`.
+    waiting: std::collections::HashMap<String, usize>,
+    /// Ids whose call has had its result (for the message of a second result).
+    done: std::collections::HashSet<String>,
 }
 
 impl Pairing {
-    pub fn new(kind_call: &'static str, kind_result: &'static str) -> Self {
+    pub fn new(kind_call: &'static str, kind_result: &'static str, native: bool) -> Self {
         Pairing {
             kind_call,
             kind_result,
-            calls: Vec::new(),
-            index: Default::default(),
-            results: Vec::new(),
+            native,
+            events: Vec::new(),
+            answered: Vec::new(),
+            waiting: Default::default(),
+            done: Default::default(),
         }
     }
 
-    pub fn call(&mut self, id: String, name: String, path: &str) -> Result<(), AdaptError> {
-        if self.index.contains_key(&id) {
-            return err(format!("{path}: duplicate {} id '{id}'", self.kind_call));
+    pub fn call(
+        &mut self,
+        id: String,
+        name: String,
+        arguments: Option<Map<String, Value>>,
+        path: &str,
+    ) -> Result<(), AdaptError> {
+        if self.waiting.contains_key(&id) {
+            return err(format!(
+                "{path}: duplicate {} id '{id}' (a call with this id is still waiting for its result)",
+                self.kind_call
+            ));
         }
-        self.index.insert(id.clone(), self.calls.len());
-        self.calls.push((id, name));
-        self.results.push(None);
+        self.waiting.insert(id.clone(), self.events.len());
+        self.events.push(AdaptedEvent::new(
+            name,
+            false,
+            Map::new(),
+            Some(id),
+            arguments,
+        ));
+        self.answered.push(false);
         Ok(())
-    }
-
-    pub fn has_call(&self, id: &str) -> bool {
-        self.index.contains_key(id)
     }
 
     pub fn result(
@@ -396,29 +585,39 @@ impl Pairing {
         evidence: Map<String, Value>,
         path: &str,
     ) -> Result<(), AdaptError> {
-        let Some(&i) = self.index.get(id) else {
-            return err(format!("{path}: {} '{id}' has no call", self.kind_result));
+        let Some(i) = self.waiting.remove(id) else {
+            if self.done.contains(id) {
+                return err(format!(
+                    "{path}: duplicate {} id '{id}' (its call already has a result)",
+                    self.kind_result
+                ));
+            }
+            return err(format!(
+                "{path}: {} '{id}' has no earlier {} waiting for it (a result before its call, or an orphan)",
+                self.kind_result, self.kind_call
+            ));
         };
-        if self.results[i].is_some() {
-            return err(format!("{path}: duplicate {} id '{id}'", self.kind_result));
-        }
-        self.results[i] = Some((success, evidence));
+        self.done.insert(id.to_owned());
+        self.events[i].success = success;
+        self.events[i].evidence = evidence;
+        self.answered[i] = true;
         Ok(())
     }
 
-    pub fn finish(self) -> Result<Vec<AdaptedEvent>, AdaptError> {
-        let mut out = Vec::with_capacity(self.calls.len());
-        for ((id, name), r) in self.calls.into_iter().zip(self.results) {
-            let Some((success, evidence)) = r else {
-                return err(format!("{} '{id}' has no result", self.kind_call));
-            };
-            out.push(AdaptedEvent {
-                action: name,
-                success,
-                evidence,
-                source_event_id: Some(id),
-            });
+    pub fn finish(mut self) -> Result<Vec<AdaptedEvent>, AdaptError> {
+        for (e, answered) in self.events.iter_mut().zip(&self.answered) {
+            if *answered {
+                continue;
+            }
+            if !self.native {
+                return err(format!(
+                    "{} '{}' has no result",
+                    self.kind_call,
+                    e.source_event_id.as_deref().unwrap_or_default()
+                ));
+            }
+            e.unfinished = true;
         }
-        Ok(out)
+        Ok(self.events)
     }
 }

@@ -1,13 +1,14 @@
 //! `openai` (`openai-tool-trace@1`): the peer's simplified OpenAI-style records,
-//! `tool_call` and `tool_result` paired by `tool_call_id`, events in call order.
+//! `tool_call` and `tool_result` paired by `tool_call_id` in record order (a result
+//! before its call is refused; the peer's own traces are all in order), events in
+//! call order.
 
 use serde_json::Value;
 
 use super::{AdaptError, AdaptedEvent, Pairing, err, opt_obj, req_str};
 
 pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError> {
-    let mut pairing = Pairing::new("tool_call", "tool_result");
-    let mut results = Vec::new();
+    let mut pairing = Pairing::new("tool_call", "tool_result", false);
     for (i, r) in payload.iter().enumerate() {
         let path = format!("records[{i}]");
         let Value::Object(o) = r else {
@@ -17,9 +18,12 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
             Some("tool_call") => {
                 let id = req_str(o, "tool_call_id", &format!("{path}.tool_call_id"))?;
                 let name = req_str(o, "name", &format!("{path}.name"))?;
-                // Arguments are checked for shape but never become evidence.
-                opt_obj(o, "arguments", &format!("{path}.arguments"))?;
-                pairing.call(id, name, &path)?;
+                // Arguments never become evidence.
+                let arguments = match o.get("arguments") {
+                    None => None,
+                    Some(_) => Some(opt_obj(o, "arguments", &format!("{path}.arguments"))?),
+                };
+                pairing.call(id, name, arguments, &path)?;
             }
             Some("tool_result") => {
                 let id = req_str(o, "tool_call_id", &format!("{path}.tool_call_id"))?;
@@ -28,7 +32,7 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
                     _ => return err(format!("{path}.success must be a boolean")),
                 };
                 let evidence = opt_obj(o, "evidence", &format!("{path}.evidence"))?;
-                results.push((path, id, success, evidence));
+                pairing.result(&id, success, evidence, &path)?;
             }
             Some(other) => return err(format!("{path}: unsupported record type '{other}'")),
             None => {
@@ -37,10 +41,6 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
                 ));
             }
         }
-    }
-    // Results pair with calls anywhere in the list, as in the peer.
-    for (path, id, success, evidence) in results {
-        pairing.result(&id, success, evidence, &path)?;
     }
     pairing.finish()
 }

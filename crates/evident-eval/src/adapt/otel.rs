@@ -3,13 +3,15 @@
 //! `gen_ai.tool.name`, the id `gen_ai.tool.call.id` (else the span id), the order the
 //! span start time (document order breaks ties). Status `ERROR` (code 2) or an
 //! `error.type` attribute is a failure. Evidence is `gen_ai.tool.call.result` when it
-//! is a JSON object; `gen_ai.tool.call.arguments` is never read.
+//! is a JSON object; `gen_ai.tool.call.arguments` (a JSON object as text, or a
+//! `kvlistValue`) is the call's arguments, never evidence. Each span is a finished
+//! call, so there is nothing to pair.
 
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{AdaptError, AdaptedEvent, err, evidence_from_text};
+use super::{AdaptError, AdaptedEvent, arguments_from_text, err, evidence_from_text};
 
 /// An OTLP `AnyValue` (`{"stringValue": ..}` etc.) as plain JSON.
 fn any_value(v: &Value, path: &str) -> Result<Value, AdaptError> {
@@ -178,17 +180,25 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
                     Some(Value::Object(m)) => m.clone(),
                     Some(_) => Map::new(),
                 };
+                let arguments = match attrs.get("gen_ai.tool.call.arguments") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(t)) => Some(arguments_from_text(
+                        t,
+                        &format!("{path}: gen_ai.tool.call.arguments"),
+                    )?),
+                    Some(Value::Object(m)) => Some(m.clone()),
+                    Some(_) => {
+                        return err(format!(
+                            "{path}: gen_ai.tool.call.arguments must be a JSON object"
+                        ));
+                    }
+                };
                 let start = start_time(span, &path)?;
                 let order = found.len();
                 found.push((
                     start,
                     order,
-                    AdaptedEvent {
-                        action,
-                        success: !failed,
-                        evidence,
-                        source_event_id: Some(id),
-                    },
+                    AdaptedEvent::new(action, !failed, evidence, Some(id), arguments),
                 ));
             }
         }

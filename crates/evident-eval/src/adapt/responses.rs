@@ -6,10 +6,12 @@
 
 use serde_json::{Map, Value};
 
-use super::{AdaptError, AdaptedEvent, Pairing, err, evidence_from_text, req_str};
+use super::{
+    AdaptError, AdaptedEvent, Pairing, arguments_from_text, err, evidence_from_text, req_str,
+};
 
 pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError> {
-    let mut pairing = Pairing::new("function_call", "function_call_output");
+    let mut pairing = Pairing::new("function_call", "function_call_output", true);
     let mut incomplete = std::collections::HashSet::new();
     for (i, item) in payload.iter().enumerate() {
         let path = format!("items[{i}]");
@@ -20,10 +22,13 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
             Some("function_call") => {
                 let id = req_str(o, "call_id", &format!("{path}.call_id"))?;
                 let name = req_str(o, "name", &format!("{path}.name"))?;
-                match o.get("arguments") {
-                    None | Some(Value::String(_)) => {}
+                let arguments = match o.get("arguments") {
+                    None => None,
+                    Some(Value::String(t)) => {
+                        Some(arguments_from_text(t, &format!("{path}.arguments"))?)
+                    }
                     Some(_) => return err(format!("{path}.arguments must be a string")),
-                }
+                };
                 match o.get("status") {
                     None | Some(Value::Null) => {}
                     Some(Value::String(s)) if s == "incomplete" => {
@@ -36,17 +41,12 @@ pub(crate) fn events(payload: &[Value]) -> Result<Vec<AdaptedEvent>, AdaptError>
                         ));
                     }
                 }
-                pairing.call(id, name, &path)?;
+                pairing.call(id, name, arguments, &path)?;
             }
             Some("function_call_output") => {
                 let id = req_str(o, "call_id", &format!("{path}.call_id"))?;
-                if !pairing.has_call(&id) {
-                    return err(format!(
-                        "{path}: function_call_output '{id}' has no earlier function_call"
-                    ));
-                }
                 let evidence = output_evidence(o.get("output"), &path)?;
-                let failed = incomplete.contains(&id)
+                let failed = incomplete.remove(&id)
                     || evidence
                         .get("error")
                         .is_some_and(|e| !matches!(e, Value::Null | Value::Bool(false)));

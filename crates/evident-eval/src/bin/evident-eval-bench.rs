@@ -3,6 +3,7 @@
 //! ```text
 //! evident-eval-bench gen N OUT [SEED]      write N generated cases to OUT
 //! evident-eval-bench run FILE MODE [THREADS]  time one pass; MODE: read | parse | metrics | jsonl | json | plain
+//! evident-eval-bench schema                print the requirements JSON Schema (schemas/requirements.schema.json)
 //! ```
 //! `read` only reads and splits the file into chunks (the I/O floor); `parse` parses
 //! and validates every case without evaluating (the parse-only figure); the other modes
@@ -24,6 +25,12 @@ fn main() {
 fn real_main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        Some("schema") => {
+            let s = serde_json::to_string_pretty(&evident_eval::spec::schema())
+                .map_err(|e| e.to_string())?;
+            println!("{s}");
+            Ok(())
+        }
         Some("gen") if args.len() >= 3 => {
             let n: u64 = args[1].parse().map_err(|_| "N must be a number".to_string())?;
             let seed: u64 = args.get(3).map_or(Ok(1), |s| s.parse()).map_err(|_| "bad seed".to_string())?;
