@@ -357,6 +357,202 @@ mod adapters {
     }
 }
 
+/// The object form of requirements and the `openai-chat` adapter through the binary.
+mod constrained {
+    use super::*;
+
+    const SPEC: &str = r#"{"requirements": [{"action": "book_reservation", "arguments": {"user_id": "mia_li_3668", "flights": [{"flight_number": "HAT136", "date": "2024-05-20"}]}}],
+        "writes": ["book_reservation", "cancel_reservation"]}"#;
+
+    fn chat(date: &str, extra_cancel: bool) -> String {
+        let mut m = vec![
+            serde_json::json!({"role": "user", "content": "book it"}),
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "book_reservation",
+                "arguments": format!("{{\"user_id\":\"mia_li_3668\",\"flights\":[{{\"flight_number\":\"HAT136\",\"date\":\"{date}\"}}]}}")}}]}),
+            serde_json::json!({"role": "tool", "tool_call_id": "call_1", "name": "book_reservation", "content": "Error: payment amount does not add up"}),
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "book_reservation",
+                "arguments": format!("{{\"user_id\":\"mia_li_3668\",\"flights\":[{{\"flight_number\":\"HAT136\",\"date\":\"{date}\"}}]}}")}}]}),
+            serde_json::json!({"role": "tool", "tool_call_id": "call_1", "name": "book_reservation", "content": "{\"reservation_id\": \"HATHAT\"}"}),
+        ];
+        if extra_cancel {
+            m.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_2", "type": "function", "function": {"name": "cancel_reservation", "arguments": "{\"reservation_id\":\"OLD\"}"}}]}));
+            m.push(serde_json::json!({"role": "tool", "tool_call_id": "call_2", "content": "{}"}));
+        }
+        m.push(serde_json::json!({"role": "assistant", "content": "Your flight is booked!"}));
+        serde_json::Value::Array(m).to_string()
+    }
+
+    #[test]
+    fn eval_openai_chat_with_object_requirements() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("spec.json");
+        std::fs::write(&spec, SPEC).unwrap();
+        let runs = dir.path().join("runs");
+        std::fs::create_dir(&runs).unwrap();
+        std::fs::write(runs.join("1-good.json"), chat("2024-05-20", false)).unwrap();
+        std::fs::write(runs.join("2-wrong-date.json"), chat("2024-05-21", false)).unwrap();
+        std::fs::write(runs.join("3-extra-cancel.json"), chat("2024-05-20", true)).unwrap();
+        let out = evident()
+            .args([
+                "eval",
+                "--jsonl",
+                "--adapter",
+                "openai-chat",
+                "--error-prefix",
+                "Error",
+                "--claimed",
+                "true",
+                "--requirements",
+            ])
+            .arg(&spec)
+            .arg(&runs)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(
+            !err.contains("every tool result counts as a success"),
+            "{err}"
+        );
+        let lines: Vec<Value> = out
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(json)
+            .collect();
+        let statuses: Vec<&str> = lines
+            .iter()
+            .map(|l| l["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            statuses,
+            ["VERIFIED_COMPLETE", "FAILED", "FAILED"],
+            "{lines:?}"
+        );
+        assert!(
+            lines[1]["reasons"][0]
+                .as_str()
+                .unwrap()
+                .contains("flights[0].date: expected \"2024-05-20\", observed \"2024-05-21\""),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(
+            lines[2]["unrequested_writes"],
+            serde_json::json!(["cancel_reservation"])
+        );
+        assert!(
+            lines[0]["case_id"]
+                .as_str()
+                .unwrap()
+                .ends_with("1-good.json")
+        );
+
+        // Without --error-prefix the report says every result counts as a success.
+        let out = evident()
+            .args([
+                "eval",
+                "--adapter",
+                "openai-chat",
+                "--claimed",
+                "true",
+                "--requirements",
+            ])
+            .arg(&spec)
+            .arg(runs.join("1-good.json"))
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("every tool result counts as a success")
+        );
+        // Without --claimed the run stops: the claim is never read from the agent's words.
+        let out = evident()
+            .args(["eval", "--adapter", "openai-chat", "--requirements"])
+            .arg(&spec)
+            .arg(runs.join("1-good.json"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("hint: pass --claimed true|false"));
+        // A misspelt key in the object form is an error, never ignored.
+        std::fs::write(&spec, SPEC.replace("\"writes\"", "\"write\"")).unwrap();
+        evident()
+            .args([
+                "eval",
+                "--adapter",
+                "openai-chat",
+                "--claimed",
+                "true",
+                "--requirements",
+            ])
+            .arg(&spec)
+            .arg(&runs)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("spec.json: unknown key 'write'"));
+    }
+
+    #[test]
+    fn adapt_openai_chat_prints_arguments_only_for_the_object_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("t.json");
+        std::fs::write(&trace, chat("2024-05-20", false)).unwrap();
+        let spec = dir.path().join("spec.json");
+        std::fs::write(&spec, SPEC).unwrap();
+        let out = evident()
+            .args(["adapt", "openai-chat"])
+            .arg(&trace)
+            .arg(&spec)
+            .args([
+                "--source-ref",
+                "run-7",
+                "--error-prefix",
+                "Error",
+                "--claimed",
+                "false",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json(&out.stdout);
+        assert_eq!(v["case_id"], "run-7");
+        assert_eq!(v["completion_claimed"], false);
+        assert_eq!(v["events"][0]["success"], false);
+        assert_eq!(v["events"][1]["arguments"]["user_id"], "mia_li_3668");
+        assert_eq!(v["requirements"]["writes"][1], "cancel_reservation");
+        // The list form: no arguments member (seed 001's case format).
+        let out = evident()
+            .args(["adapt", "openai-chat"])
+            .arg(&trace)
+            .arg(data("peer/requirements.json"))
+            .args(["--source-ref", "run-7", "--claimed", "true"])
+            .output()
+            .unwrap();
+        let v = json(&out.stdout);
+        assert!(v["events"][0].get("arguments").is_none(), "{v}");
+        // A blank prefix would mark everything failed.
+        evident()
+            .args(["adapt", "openai-chat"])
+            .arg(&trace)
+            .arg(&spec)
+            .args([
+                "--source-ref",
+                "r",
+                "--claimed",
+                "true",
+                "--error-prefix",
+                " ",
+            ])
+            .assert()
+            .code(2);
+    }
+}
+
 /// `--threads` past any sensible count is a usage error, not an overflow panic (exit
 /// 101), an allocation abort or a hang spawning millions of threads.
 #[test]

@@ -188,10 +188,11 @@ pub fn show(path: &str, v: Option<&Value>) -> String {
     // `scheme://user:password@host`: the password goes.
     if let Some(i) = s.find("://") {
         let tail = &s[i + 3..];
-        if let Some(at) = tail.find('@') {
-            if let Some(colon) = tail[..at].find(':') {
-                s = format!("{}{}:***{}", &s[..i + 3], &tail[..colon], &tail[at..]);
-            }
+        if let Some((at, colon)) = tail
+            .find('@')
+            .and_then(|at| tail[..at].find(':').map(|c| (at, c)))
+        {
+            s = format!("{}{}:***{}", &s[..i + 3], &tail[..colon], &tail[at..]);
         }
     }
     if s.chars().count() > SHOWN_CHARS {
@@ -288,9 +289,8 @@ pub fn evaluate_spec(spec: &Spec, calls: &[Call]) -> Verdict {
         let want = need.count();
         let proves = |i: usize| calls[i].success && evidence_problem(need, &calls[i]).is_none();
         let state = if have == want {
-            if let Some(f) = m.last_fail {
-                recovered |= m.matching.iter().any(|&i| i < f || i == f);
-            }
+            // Proven after a failed matching call: a recovered retry.
+            recovered |= m.last_fail.is_some();
             NeedState::Proven
         } else {
             // Calls that match this unproven requirement are its problem, not

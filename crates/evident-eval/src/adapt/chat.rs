@@ -33,7 +33,9 @@ pub(crate) fn adapt(
         Value::Object(o) => match o.get("messages") {
             Some(Value::Array(m)) => (m.as_slice(), Some(o)),
             _ => {
-                return err("messages must be an array (or give the trace as an array of messages)");
+                return err(
+                    "messages must be an array (or give the trace as an array of messages)",
+                );
             }
         },
         _ => {

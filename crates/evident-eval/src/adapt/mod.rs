@@ -181,10 +181,8 @@ impl AdaptedEvent {
         m.insert("action".into(), Value::String(self.action.clone()));
         m.insert("success".into(), Value::Bool(self.success));
         m.insert("evidence".into(), Value::Object(self.evidence.clone()));
-        if object_form {
-            if let Some(a) = &self.arguments {
-                m.insert("arguments".into(), Value::Object(a.clone()));
-            }
+        if let (true, Some(a)) = (object_form, &self.arguments) {
+            m.insert("arguments".into(), Value::Object(a.clone()));
         }
         if self.unfinished {
             m.insert("unfinished".into(), Value::Bool(true));
