@@ -762,3 +762,87 @@ fn a_shallow_live_clone_blocks_instead_of_refuting_what_it_cannot_see() {
     assert_eq!(claim(r, "name")["status"], "rejected");
     assert_eq!(out.status, Status::Rejected);
 }
+
+/// Live mode runs git on the agent's repository (config list, rev-parse, clone,
+/// checkout, merge-base) hardened like the gate's git probe: no program named in its
+/// config runs, and `core.worktree` (a shadow work tree) blocks the audit.
+#[test]
+fn live_mode_runs_no_program_from_the_repository_config() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("live");
+    let (first, _, _) = build_live_repo(&repo);
+    std::fs::write(repo.join(".gitattributes"), "* filter=x diff=x\n").unwrap();
+    git(&repo, &["add", ".gitattributes"]);
+    git(&repo, &["commit", "-q", "-m", "attributes"]);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let marker = tmp.path().join("CANARY-RAN");
+    let canary = tmp.path().join("canary.sh");
+    std::fs::write(
+        &canary,
+        format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\ncat\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&canary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let c = canary.display().to_string();
+    let hooks = tmp.path().join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    for h in [
+        "post-checkout",
+        "reference-transaction",
+        "post-index-change",
+    ] {
+        std::fs::copy(&canary, hooks.join(h)).unwrap();
+        std::fs::copy(&canary, repo.join(".git/hooks").join(h)).unwrap();
+    }
+    for (k, v) in [
+        ("filter.x.clean", c.as_str()),
+        ("filter.x.smudge", &c),
+        ("filter.x.required", "true"),
+        ("diff.x.textconv", &c),
+        ("core.fsmonitor", &c),
+        ("core.pager", &c),
+        ("core.alternateRefsCommand", &c),
+        ("core.hooksPath", &hooks.display().to_string()),
+    ] {
+        git(&repo, &["config", k, v]);
+    }
+    let claims = tmp.path().join("claims.json");
+    write_json(
+        &claims,
+        &claims_doc(json!([
+            commit("first", &first),
+            commit("head", &head),
+            cargo("adds", "tests::adds", true, true),
+        ])),
+    );
+    let mut o = Options::new(
+        claims,
+        data("input/fixture_ledger.json"),
+        repo.clone(),
+        tmp.path().join("out"),
+    );
+    o.live = true;
+    o.cargo_target_dir = Some(tmp.path().join("cargo-target"));
+    let out = closeout(&o).unwrap();
+    assert_eq!(claim(&out.result, "first")["status"], "verified");
+    // The span ran in a clone checked out from the repository.
+    assert_eq!(claim(&out.result, "adds")["status"], "verified");
+    assert_eq!(claim(&out.result, "head")["status"], "verified");
+    assert!(
+        !marker.exists(),
+        "a program from the repository's config ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+
+    let shadow = tmp.path().join("shadow");
+    std::fs::create_dir_all(&shadow).unwrap();
+    git(
+        &repo,
+        &["config", "core.worktree", &shadow.display().to_string()],
+    );
+    let out = closeout(&o).unwrap();
+    assert_eq!(out.status, Status::Blocked);
+    assert_eq!(out.result["error_codes"], json!([codes::GIT_FAILED]));
+    assert!(out.result.to_string().contains("core.worktree"));
+}

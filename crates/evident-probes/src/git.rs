@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use crate::command::{Finished, Launch, resolve_program, run};
 use crate::error::ProbeError;
@@ -282,7 +283,11 @@ pub(crate) fn check_rev(rev: &str) -> Result<(), ProbeError> {
     Ok(())
 }
 
-pub(crate) async fn observe(spec: &GitSpec, ctx: &Context) -> Result<Object, ProbeError> {
+pub(crate) async fn observe(
+    spec: &GitSpec,
+    ctx: &Context,
+    limit: std::time::Duration,
+) -> Result<Object, ProbeError> {
     let rev = spec.rev.as_deref().unwrap_or("HEAD");
     check_rev(rev)?;
     let file = match &spec.file {
@@ -302,7 +307,7 @@ pub(crate) async fn observe(spec: &GitSpec, ctx: &Context) -> Result<Object, Pro
         args: global_args(),
     };
     git.harden().await?;
-    observe_with(&git, rev, file.as_deref(), spec).await
+    observe_with(&git, rev, file.as_deref(), spec, limit).await
 }
 
 async fn observe_with(
@@ -310,6 +315,7 @@ async fn observe_with(
     rev: &str,
     file: Option<&str>,
     spec: &GitSpec,
+    limit: std::time::Duration,
 ) -> Result<Object, ProbeError> {
     let mut obj = Map::new();
     // Is this a repository at all? Otherwise "no such commit" would be a lie.
@@ -345,16 +351,9 @@ async fn observe_with(
         .run(&["rev-parse", "--is-bare-repository"], KEEP)
         .await?;
     if String::from_utf8_lossy(&bare.stdout.kept).trim() == "false" {
-        let st = git
-            .run(
-                &["status", "--porcelain=v1", "--untracked-files=normal"],
-                KEEP,
-            )
-            .await?;
-        if st.exit_code != Some(0) {
-            return Err(failed("git status", &st));
-        }
-        obj.insert("clean".into(), Value::Bool(st.stdout.total == 0));
+        let deadline = std::time::Instant::now() + limit;
+        let clean = clean(git, deadline, 0).await?;
+        obj.insert("clean".into(), Value::Bool(clean));
     }
 
     if let (Some(file), Some(commit)) = (file, &commit) {
@@ -390,4 +389,556 @@ async fn observe_with(
         obj.insert("file_sha256".into(), Value::from(b.stdout.sha256.clone()));
     }
     Ok(obj)
+}
+
+/// Largest listing read from git (`ls-tree -r`, `ls-files`).
+const MAX_LIST: u64 = 256 * 1024 * 1024;
+/// Submodules are examined this many levels deep; deeper ones are an error.
+const MAX_DEPTH: usize = 4;
+
+fn git_err(reason: impl Into<String>) -> ProbeError {
+    ProbeError::Git {
+        reason: reason.into(),
+    }
+}
+
+/// Run git, require exit 0 and a complete output.
+async fn listing(
+    git: &Git,
+    args: &[&str],
+    env: &[(String, String)],
+) -> Result<Vec<u8>, ProbeError> {
+    let f = git.run_env(args, MAX_LIST, env).await?;
+    if f.exit_code != Some(0) {
+        return Err(failed(
+            &format!(
+                "git {}",
+                args.iter().find(|a| !a.starts_with('-')).unwrap_or(&"")
+            ),
+            &f,
+        ));
+    }
+    if f.stdout.truncated {
+        return Err(git_err(format!(
+            "git {} printed more than {MAX_LIST} bytes",
+            args[0]
+        )));
+    }
+    Ok(f.stdout.kept)
+}
+
+fn show(path: &[u8]) -> String {
+    String::from_utf8_lossy(path).into_owned()
+}
+
+/// Is the work tree exactly the commit at HEAD: no staged change, no tracked file whose
+/// content, type or executable bit differs, none missing, no untracked file? Computed
+/// without trusting the index's flags or stat cache (which the repository's writer
+/// sets) and without running any filter: content is hashed here, raw, and compared with
+/// HEAD's blobs. `.gitignore` files are honoured, but only committed ones (an untracked
+/// `.gitignore` that hides itself makes the tree unclean); `.git/info/exclude` and
+/// `core.excludesFile` are not read. Refused (an error): skip-worktree entries (sparse
+/// checkouts), and a differing file whose attributes name a content conversion git
+/// would apply (a filter other than LFS, `text`, `eol`, `ident`...), since whether it
+/// is clean depends on a program or rule this probe does not run.
+async fn clean(git: &Git, deadline: std::time::Instant, depth: usize) -> Result<bool, ProbeError> {
+    let top = listing(git, &["rev-parse", "--show-toplevel"], &[]).await?;
+    let top = PathBuf::from(
+        String::from_utf8_lossy(&top)
+            .trim_end_matches(['\n', '\r'])
+            .to_string(),
+    );
+    let top_s = top.to_string_lossy().into_owned();
+    let at = |args: &[&str]| -> Vec<String> {
+        ["-C", top_s.as_str()]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run_at = |args: Vec<String>, env: Vec<(String, String)>| async move {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        listing(git, &refs, &env).await
+    };
+    let format = run_at(at(&["rev-parse", "--show-object-format"]), vec![]).await?;
+    let sha256 = String::from_utf8_lossy(&format).trim() == "sha256";
+    let head = git
+        .run(
+            &[
+                "-C",
+                &top_s,
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "HEAD^{commit}",
+            ],
+            KEEP,
+        )
+        .await?;
+    let head = match head.exit_code {
+        Some(0) => Some(
+            String::from_utf8_lossy(&head.stdout.kept)
+                .trim()
+                .to_string(),
+        ),
+        Some(1) => None,
+        _ => return Err(failed("git rev-parse HEAD", &head)),
+    };
+
+    // The index: flags first, then staged changes.
+    let flags = run_at(at(&["ls-files", "-z", "-v"]), vec![]).await?;
+    let mut index_entries = 0usize;
+    for e in flags.split(|&b| b == 0).filter(|e| !e.is_empty()) {
+        index_entries += 1;
+        if let [tag, b' ', path @ ..] = e
+            && (*tag == b'S' || *tag == b's')
+        {
+            return Err(git_err(format!(
+                "{} is marked skip-worktree in the index (sparse checkout or update-index --skip-worktree): whether it is clean cannot be told",
+                show(path)
+            )));
+        }
+    }
+    match &head {
+        Some(_) => {
+            let f = git
+                .run(
+                    &[
+                        "-C",
+                        &top_s,
+                        "diff-index",
+                        "--cached",
+                        "--quiet",
+                        "--no-ext-diff",
+                        "--no-textconv",
+                        "HEAD",
+                        "--",
+                    ],
+                    KEEP,
+                )
+                .await?;
+            match f.exit_code {
+                Some(0) => {}
+                Some(1) => return Ok(false),
+                _ => return Err(failed("git diff-index --cached", &f)),
+            }
+        }
+        None if index_entries > 0 => return Ok(false),
+        None => {}
+    }
+
+    // Tracked files, compared with HEAD's blobs by content.
+    let tree = match &head {
+        Some(_) => run_at(at(&["ls-tree", "-r", "-z", "--full-tree", "HEAD"]), vec![]).await?,
+        None => Vec::new(),
+    };
+    let tracked = parse_tree(&tree)?;
+    let top_c = top.clone();
+    let entries = tracked.clone();
+    let compared =
+        tokio::task::spawn_blocking(move || compare_tree(&top_c, &entries, sha256, deadline))
+            .await
+            .map_err(|e| git_err(format!("comparing the work tree failed: {e}")))??;
+    if compared.missing {
+        return Ok(false);
+    }
+    if !compared.differs.is_empty()
+        && !converted_but_same(git, &top, &top_s, &compared.differs).await?
+    {
+        return Ok(false);
+    }
+    for (path, oid) in &compared.gitlinks {
+        if !submodule_clean(git, &top, path, oid, deadline, depth).await? {
+            return Ok(false);
+        }
+    }
+
+    // Untracked files: everything not in HEAD (a private index built from it), minus
+    // what committed .gitignore files ignore.
+    let tmp = tempfile::Builder::new()
+        .prefix("evident-git-")
+        .tempdir()
+        .map_err(|e| {
+            git_err(format!(
+                "cannot make a temporary index: {}",
+                paths::io_reason(&e)
+            ))
+        })?;
+    let index = tmp.path().join("index");
+    let env = vec![(
+        "GIT_INDEX_FILE".to_string(),
+        index.to_string_lossy().into_owned(),
+    )];
+    match &head {
+        Some(_) => run_at(at(&["read-tree", "HEAD"]), env.clone()).await?,
+        None => run_at(at(&["read-tree", "--empty"]), env.clone()).await?,
+    };
+    let others = git
+        .run_env(
+            &[
+                "-C",
+                &top_s,
+                "ls-files",
+                "-z",
+                "--others",
+                "--exclude-per-directory=.gitignore",
+            ],
+            KEEP,
+            &env,
+        )
+        .await?;
+    if others.exit_code != Some(0) {
+        return Err(failed("git ls-files --others", &others));
+    }
+    if others.stdout.total > 0 {
+        return Ok(false);
+    }
+    let ignored = run_at(
+        at(&[
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--directory",
+            "--exclude-per-directory=.gitignore",
+        ]),
+        env,
+    )
+    .await?;
+    // Every tracked .gitignore is in the private index, so one listed here is
+    // untracked, and it hides itself: its rules are not the committed ones.
+    let self_hidden = ignored
+        .split(|&b| b == 0)
+        .any(|p| p == b".gitignore" || p.ends_with(b"/.gitignore"));
+    Ok(!self_hidden)
+}
+
+#[derive(Clone)]
+struct Tracked {
+    mode: u32,
+    oid: String,
+    path: Vec<u8>,
+}
+
+fn parse_tree(out: &[u8]) -> Result<Vec<Tracked>, ProbeError> {
+    let bad = || git_err("git ls-tree printed a line that is not `mode type object<TAB>path`");
+    let mut v = Vec::new();
+    for line in out.split(|&b| b == 0).filter(|l| !l.is_empty()) {
+        let tab = line.iter().position(|&b| b == b'\t').ok_or_else(bad)?;
+        let meta = std::str::from_utf8(&line[..tab]).map_err(|_| bad())?;
+        let mut parts = meta.split(' ');
+        let (Some(mode), Some(_kind), Some(oid), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(bad());
+        };
+        let mode = u32::from_str_radix(mode, 8).map_err(|_| bad())?;
+        v.push(Tracked {
+            mode,
+            oid: oid.to_string(),
+            path: line[tab + 1..].to_vec(),
+        });
+    }
+    Ok(v)
+}
+
+#[derive(Default)]
+struct Compared {
+    /// A tracked path is gone, or a directory on its way is not a directory.
+    missing: bool,
+    /// Tracked paths whose raw content, type or mode differs from HEAD.
+    differs: Vec<Tracked>,
+    /// Submodules: path and the commit HEAD records.
+    gitlinks: Vec<(Vec<u8>, String)>,
+}
+
+/// git's object id of a blob with this content.
+fn blob_id(content: &[u8], sha256: bool) -> String {
+    let header = format!("blob {}\0", content.len());
+    if sha256 {
+        let mut h = Sha256::new();
+        h.update(header.as_bytes());
+        h.update(content);
+        hex::encode(h.finalize())
+    } else {
+        use sha1::Digest as _;
+        let mut h = sha1::Sha1::new();
+        h.update(header.as_bytes());
+        h.update(content);
+        hex::encode(h.finalize())
+    }
+}
+
+/// The same id, streaming a file (any size) instead of holding it.
+fn file_blob_id(path: &Path, len: u64, sha256: bool) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let header = format!("blob {len}\0");
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut s2 = Sha256::new();
+    let mut s1 = {
+        use sha1::Digest as _;
+        sha1::Sha1::new()
+    };
+    let mut feed = |b: &[u8]| {
+        if sha256 {
+            s2.update(b);
+        } else {
+            use sha1::Digest as _;
+            s1.update(b);
+        }
+    };
+    feed(header.as_bytes());
+    let mut read = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        read += n as u64;
+        feed(&buf[..n]);
+    }
+    if read != len {
+        // Changed while being read: not the content that was measured.
+        return Ok(String::new());
+    }
+    Ok(if sha256 {
+        hex::encode(s2.finalize())
+    } else {
+        use sha1::Digest as _;
+        hex::encode(s1.finalize())
+    })
+}
+
+fn compare_tree(
+    top: &Path,
+    entries: &[Tracked],
+    sha256: bool,
+    deadline: std::time::Instant,
+) -> Result<Compared, ProbeError> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Compared::default();
+    let mut dirs_ok: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let io = |p: &[u8], e: std::io::Error| {
+        git_err(format!("cannot read {}: {}", show(p), paths::io_reason(&e)))
+    };
+    for e in entries {
+        if std::time::Instant::now() > deadline {
+            return Err(git_err("the work tree was not compared in time"));
+        }
+        // Every directory on the way must be a real directory, not a symlink.
+        let mut parents_ok = true;
+        for (i, _) in e.path.iter().enumerate().filter(|(_, b)| **b == b'/') {
+            let dir = &e.path[..i];
+            if dirs_ok.contains(dir) {
+                continue;
+            }
+            match std::fs::symlink_metadata(top.join(std::ffi::OsStr::from_bytes(dir))) {
+                Ok(m) if m.is_dir() => {
+                    dirs_ok.insert(dir.to_vec());
+                }
+                _ => {
+                    parents_ok = false;
+                    break;
+                }
+            }
+        }
+        let full = top.join(std::ffi::OsStr::from_bytes(&e.path));
+        let meta = match (parents_ok, std::fs::symlink_metadata(&full)) {
+            (false, _) => {
+                out.missing = true;
+                return Ok(out);
+            }
+            (true, Err(err)) if err.kind() == std::io::ErrorKind::NotFound => {
+                out.missing = true;
+                return Ok(out);
+            }
+            (true, Err(err)) => return Err(io(&e.path, err)),
+            (true, Ok(m)) => m,
+        };
+        let same = match e.mode {
+            0o100644 | 0o100755 => {
+                let exec = meta.permissions().mode() & 0o100 != 0;
+                meta.is_file()
+                    && exec == (e.mode == 0o100755)
+                    && file_blob_id(&full, meta.len(), sha256).map_err(|x| io(&e.path, x))? == e.oid
+            }
+            0o120000 => {
+                meta.file_type().is_symlink()
+                    && blob_id(
+                        std::fs::read_link(&full)
+                            .map_err(|x| io(&e.path, x))?
+                            .as_os_str()
+                            .as_bytes(),
+                        sha256,
+                    ) == e.oid
+            }
+            0o160000 if meta.is_dir() => {
+                out.gitlinks.push((e.path.clone(), e.oid.clone()));
+                true
+            }
+            _ => false,
+        };
+        if !same {
+            out.differs.push(e.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Attributes under which git converts content between the blob and the work tree.
+const CONVERSIONS: &[&str] = &[
+    "filter",
+    "text",
+    "eol",
+    "crlf",
+    "ident",
+    "working-tree-encoding",
+];
+
+/// For tracked files whose raw content differs from HEAD: true when every one is clean
+/// after all (an LFS pointer whose object is the file); false when one differs without
+/// any conversion (dirty); an error when one is under a conversion this probe does not
+/// run.
+async fn converted_but_same(
+    git: &Git,
+    top: &Path,
+    top_s: &str,
+    differs: &[Tracked],
+) -> Result<bool, ProbeError> {
+    let mut attrs: std::collections::HashMap<Vec<u8>, Vec<(String, String)>> = Default::default();
+    for chunk in differs.chunks(500) {
+        let mut args: Vec<String> = ["-C", top_s, "check-attr", "-z"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(CONVERSIONS.iter().map(|s| s.to_string()));
+        args.push("--".into());
+        args.extend(chunk.iter().map(|e| show(&e.path)));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = listing(git, &refs, &[]).await?;
+        let fields: Vec<&[u8]> = out.split(|&b| b == 0).collect();
+        for f in fields.chunks(3).filter(|f| f.len() == 3) {
+            let value = show(f[2]);
+            if value != "unspecified" && !(value == "unset" && f[1] != b"filter") {
+                attrs
+                    .entry(f[0].to_vec())
+                    .or_default()
+                    .push((show(f[1]), value));
+            }
+        }
+    }
+    for e in differs {
+        let Some(conv) = attrs.get(&e.path) else {
+            return Ok(false);
+        };
+        if let [(name, value)] = conv.as_slice()
+            && name == "filter"
+            && value == "lfs"
+            && e.mode != 0o120000
+        {
+            if lfs_same(git, top, e).await? {
+                continue;
+            }
+            return Ok(false);
+        }
+        let named: Vec<String> = conv.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        return Err(git_err(format!(
+            "{} differs from HEAD as stored, and its attributes ({}) name a conversion this probe does not run: whether it is clean cannot be told",
+            show(&e.path),
+            named.join(", ")
+        )));
+    }
+    Ok(true)
+}
+
+/// A Git LFS pointer blob (`version https://git-lfs.github.com/spec/v1`, `oid
+/// sha256:…`, `size N`) whose object is the file in the work tree: clean, as git-lfs's
+/// own clean filter would say, without running it.
+async fn lfs_same(git: &Git, top: &Path, e: &Tracked) -> Result<bool, ProbeError> {
+    use std::os::unix::ffi::OsStrExt;
+    let b = git.run(&["cat-file", "blob", &e.oid], 1024).await?;
+    if b.exit_code != Some(0) || b.stdout.truncated {
+        return Ok(false);
+    }
+    let text = String::from_utf8_lossy(&b.stdout.kept).into_owned();
+    let mut lines = text.lines();
+    if lines.next() != Some("version https://git-lfs.github.com/spec/v1") {
+        return Ok(false);
+    }
+    let (mut oid, mut size) = (None, None);
+    for l in lines {
+        if let Some(o) = l.strip_prefix("oid sha256:") {
+            oid = Some(o.to_string());
+        } else if let Some(s) = l.strip_prefix("size ") {
+            size = s.parse::<u64>().ok();
+        }
+    }
+    let (Some(oid), Some(size)) = (oid, size) else {
+        return Ok(false);
+    };
+    let path = top.join(std::ffi::OsStr::from_bytes(&e.path));
+    let digest = tokio::task::spawn_blocking(move || -> std::io::Result<(u64, String)> {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path)?;
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut n = 0u64;
+        loop {
+            let k = f.read(&mut buf)?;
+            if k == 0 {
+                break;
+            }
+            n += k as u64;
+            h.update(&buf[..k]);
+        }
+        Ok((n, hex::encode(h.finalize())))
+    })
+    .await
+    .map_err(|x| git_err(format!("hashing failed: {x}")))?;
+    Ok(matches!(digest, Ok((n, d)) if n == size && d == oid))
+}
+
+/// A submodule is clean when it is not checked out (an empty directory, as git sees
+/// it) or its checked-out commit is the one HEAD records and its own tree is clean.
+async fn submodule_clean(
+    git: &Git,
+    top: &Path,
+    path: &[u8],
+    oid: &str,
+    deadline: std::time::Instant,
+    depth: usize,
+) -> Result<bool, ProbeError> {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = top.join(std::ffi::OsStr::from_bytes(path));
+    let empty = std::fs::read_dir(&dir)
+        .map(|mut d| d.next().is_none())
+        .unwrap_or(false);
+    if empty {
+        return Ok(true);
+    }
+    if !dir.join(".git").exists() {
+        return Ok(false);
+    }
+    if depth >= MAX_DEPTH {
+        return Err(git_err(format!(
+            "submodules nest deeper than {MAX_DEPTH} levels at {}",
+            show(path)
+        )));
+    }
+    let mut sub = Git {
+        program: git.program.clone(),
+        repo: dir,
+        env: git.env.clone(),
+        args: global_args(),
+    };
+    sub.harden().await?;
+    let head = sub
+        .run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], KEEP)
+        .await?;
+    if head.exit_code != Some(0) || String::from_utf8_lossy(&head.stdout.kept).trim() != oid {
+        return Ok(false);
+    }
+    Box::pin(clean(&sub, deadline, depth + 1)).await
 }

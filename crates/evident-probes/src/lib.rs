@@ -394,6 +394,6 @@ async fn run(
         Source::Postgres(s) => sql::observe_postgres(s, ctx, limit, scrub).await,
         Source::Mysql(s) => sql::observe_mysql(s, ctx, limit, scrub).await,
         Source::Redis(r) => kv::observe(r, ctx, scrub).await,
-        Source::Git(g) => git::observe(g, ctx).await,
+        Source::Git(g) => git::observe(g, ctx, limit).await,
     }
 }

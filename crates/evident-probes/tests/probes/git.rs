@@ -5,6 +5,8 @@ use evident_probes::{Escape, ProbeError};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use evident_probes::Object;
+
 use crate::{ctx, err, ok, run, src};
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -322,9 +324,19 @@ async fn no_repository_config_program_ever_runs() {
         o["file_sha256"],
         json!(hex::encode(Sha256::digest(b"94107\n")))
     );
-    std::fs::write(r.join("app.py"), "print('changed')\n").unwrap();
+    // An untracked file: unclean.
+    std::fs::write(r.join("new.py"), "x\n").unwrap();
     let o = ok(run(&src(r#"{ git = { repo = "repo" } }"#), &c, 20.0).await);
     assert_eq!(o["clean"], json!(false));
+    std::fs::remove_file(r.join("new.py")).unwrap();
+    // A changed file under `filter=x`: whether git's filter would call it clean is not
+    // known without running the filter, so nothing is observed (never `clean = true`).
+    std::fs::write(r.join("app.py"), "print('changed')\n").unwrap();
+    let e = err(run(&src(r#"{ git = { repo = "repo" } }"#), &c, 20.0).await);
+    assert!(
+        e.to_string().contains("app.py") && e.to_string().contains("filter=x"),
+        "{e}"
+    );
     assert!(
         !marker.exists(),
         "a repository-configured program ran: {}",
@@ -380,4 +392,240 @@ async fn core_worktree_is_refused_ordinary_config_is_not() {
         o["file_sha256"],
         json!(hex::encode(Sha256::digest(b"94107\n")))
     );
+}
+
+fn clean_of(o: Object) -> serde_json::Value {
+    o.get("clean").cloned().unwrap_or(json!("absent"))
+}
+
+async fn observe_clean(root: &Path) -> Result<serde_json::Value, ProbeError> {
+    run(&src(r#"{ git = { repo = "repo" } }"#), &ctx(root), 20.0)
+        .await
+        .value
+        .map(clean_of)
+}
+
+/// Index flags the writer sets cannot hide an edit: assume-unchanged is ignored (the
+/// content is compared), skip-worktree is refused with the flag and path named.
+#[tokio::test]
+async fn index_flags_do_not_hide_edits() {
+    let d = tempfile::tempdir().unwrap();
+    repo(d.path());
+    let r = d.path().join("repo");
+    std::fs::write(r.join("app.py"), "ok\n").unwrap();
+    git(&r, &["add", "app.py"]);
+    git(&r, &["commit", "-q", "-m", "app"]);
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(true));
+
+    std::fs::write(r.join("app.py"), "edited\n").unwrap();
+    git(&r, &["update-index", "--assume-unchanged", "app.py"]);
+    assert_eq!(
+        git(&r, &["status", "--porcelain"]),
+        "",
+        "plain git is fooled"
+    );
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    git(&r, &["update-index", "--no-assume-unchanged", "app.py"]);
+
+    git(&r, &["update-index", "--skip-worktree", "app.py"]);
+    assert_eq!(
+        git(&r, &["status", "--porcelain"]),
+        "",
+        "plain git is fooled"
+    );
+    let e = observe_clean(d.path()).await.unwrap_err();
+    assert!(
+        e.to_string().contains("skip-worktree") && e.to_string().contains("app.py"),
+        "{e}"
+    );
+    git(&r, &["update-index", "--no-skip-worktree", "app.py"]);
+    git(&r, &["checkout", "-q", "app.py"]);
+
+    // A stat cache made to match: same size, the old mtime, ctime not trusted.
+    let before = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let set_mtime = || {
+        std::fs::File::options()
+            .write(true)
+            .open(r.join("app.py"))
+            .unwrap()
+            .set_modified(before)
+            .unwrap()
+    };
+    set_mtime();
+    git(&r, &["config", "core.trustctime", "false"]);
+    git(&r, &["config", "core.checkStat", "minimal"]);
+    git(&r, &["update-index", "--refresh"]);
+    std::fs::write(r.join("app.py"), "no\n").unwrap();
+    set_mtime();
+    assert_eq!(
+        git(&r, &["status", "--porcelain"]),
+        "",
+        "plain git is fooled"
+    );
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    git(&r, &["checkout", "-q", "app.py"]);
+    std::fs::write(r.join("app.py"), "ok\n").unwrap();
+
+    // core.ignoreStat marks everything assume-unchanged on the next refresh.
+    git(&r, &["config", "core.ignoreStat", "true"]);
+    git(&r, &["update-index", "--really-refresh"]);
+    std::fs::write(r.join("app.py"), "edit\n").unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+}
+
+/// Kinds of change: staged but reverted, the executable bit, a directory replaced by a
+/// symlink to a copy, a deleted file. Each is unclean; the twin (the restored tree) is
+/// clean, and a contract rooted in a subdirectory sees the whole repository.
+#[tokio::test]
+async fn every_kind_of_change_is_seen() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    repo(d.path());
+    let r = d.path().join("repo");
+    std::fs::create_dir_all(r.join("src")).unwrap();
+    std::fs::write(r.join("src/lib.py"), "x = 1\n").unwrap();
+    std::os::unix::fs::symlink("src/lib.py", r.join("link")).unwrap();
+    git(&r, &["add", "."]);
+    git(&r, &["commit", "-q", "-m", "src"]);
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(true));
+
+    // Staged, then the work tree put back.
+    std::fs::write(r.join("src/lib.py"), "x = 2\n").unwrap();
+    git(&r, &["add", "src/lib.py"]);
+    std::fs::write(r.join("src/lib.py"), "x = 1\n").unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    git(&r, &["reset", "-q"]);
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(true));
+
+    let p = r.join("src/lib.py");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    // src/ replaced by a symlink to an identical copy elsewhere.
+    std::fs::rename(r.join("src"), d.path().join("src-copy")).unwrap();
+    std::os::unix::fs::symlink(d.path().join("src-copy"), r.join("src")).unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    std::fs::remove_file(r.join("src")).unwrap();
+    std::fs::rename(d.path().join("src-copy"), r.join("src")).unwrap();
+
+    std::fs::remove_file(r.join("link")).unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    std::os::unix::fs::symlink("src/other.py", r.join("link")).unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    std::fs::remove_file(r.join("link")).unwrap();
+    std::os::unix::fs::symlink("src/lib.py", r.join("link")).unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(true));
+
+    let o = ok(run(
+        &src(r#"{ git = { repo = "repo/src" } }"#),
+        &ctx(d.path()),
+        20.0,
+    )
+    .await);
+    assert_eq!(o["clean"], json!(true));
+    std::fs::write(r.join("top.txt"), "new").unwrap();
+    let o = ok(run(
+        &src(r#"{ git = { repo = "repo/src" } }"#),
+        &ctx(d.path()),
+        20.0,
+    )
+    .await);
+    assert_eq!(o["clean"], json!(false));
+}
+
+/// Only committed `.gitignore` rules hide untracked files: a build directory the
+/// committed `.gitignore` names is fine; `.git/info/exclude`, `core.excludesFile` and
+/// an untracked `.gitignore` that hides itself are not.
+#[tokio::test]
+async fn only_committed_ignore_rules_hide_untracked_files() {
+    let d = tempfile::tempdir().unwrap();
+    repo(d.path());
+    let r = d.path().join("repo");
+    std::fs::write(r.join(".gitignore"), "target/\n*.pyc\nnode_modules/\n").unwrap();
+    std::fs::create_dir_all(r.join("src")).unwrap();
+    std::fs::write(r.join("src/a.py"), "a\n").unwrap();
+    git(&r, &["add", "."]);
+    git(&r, &["commit", "-q", "-m", "ignore"]);
+    std::fs::create_dir_all(r.join("target/debug")).unwrap();
+    std::fs::write(r.join("target/debug/bin"), "b").unwrap();
+    std::fs::write(r.join("src/a.pyc"), "c").unwrap();
+    std::fs::create_dir_all(r.join("node_modules/pkg")).unwrap();
+    std::fs::write(r.join("node_modules/pkg/.gitignore"), "*\n").unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(true));
+
+    std::fs::write(r.join("src/secret.py"), "s").unwrap();
+    std::fs::write(r.join("src/.gitignore"), "*\n").unwrap();
+    assert_eq!(
+        git(&r, &["status", "--porcelain"]),
+        "",
+        "plain git is fooled"
+    );
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    std::fs::remove_file(r.join("src/.gitignore")).unwrap();
+
+    std::fs::create_dir_all(r.join("newdir")).unwrap();
+    std::fs::write(r.join("newdir/.gitignore"), "*\n").unwrap();
+    std::fs::write(r.join("newdir/n.py"), "n").unwrap();
+    std::fs::remove_file(r.join("src/secret.py")).unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    std::fs::remove_dir_all(r.join("newdir")).unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(true));
+
+    std::fs::write(r.join("hidden.py"), "h").unwrap();
+    std::fs::write(r.join(".git/info/exclude"), "hidden.py\n").unwrap();
+    assert_eq!(
+        git(&r, &["status", "--porcelain"]),
+        "",
+        "plain git is fooled"
+    );
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    std::fs::write(r.join(".git/info/exclude"), "").unwrap();
+    std::fs::write(d.path().join("excludes"), "hidden.py\n").unwrap();
+    git(
+        &r,
+        &[
+            "config",
+            "core.excludesFile",
+            &d.path().join("excludes").display().to_string(),
+        ],
+    );
+    assert_eq!(
+        git(&r, &["status", "--porcelain"]),
+        "",
+        "plain git is fooled"
+    );
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+}
+
+/// A Git LFS file (pointer committed, the object in the work tree) reads clean without
+/// git-lfs running; an edit to it does not.
+#[tokio::test]
+async fn lfs_pointer_files_read_clean_without_git_lfs() {
+    let d = tempfile::tempdir().unwrap();
+    repo(d.path());
+    let r = d.path().join("repo");
+    let content = b"large binary content\n";
+    let pointer = format!(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
+        hex::encode(Sha256::digest(content)),
+        content.len()
+    );
+    std::fs::write(
+        r.join(".gitattributes"),
+        "*.bin filter=lfs diff=lfs merge=lfs -text\n",
+    )
+    .unwrap();
+    std::fs::write(r.join("model.bin"), &pointer).unwrap();
+    git(&r, &["add", "."]);
+    git(&r, &["commit", "-q", "-m", "lfs"]);
+    std::fs::write(r.join("model.bin"), content).unwrap();
+    git(&r, &["config", "filter.lfs.clean", "git-lfs clean -- %f"]);
+    git(&r, &["config", "filter.lfs.smudge", "git-lfs smudge -- %f"]);
+    git(&r, &["config", "filter.lfs.required", "true"]);
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(true));
+    std::fs::write(r.join("model.bin"), b"other content\n").unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    std::fs::write(r.join("model.bin"), &pointer).unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(true));
 }
