@@ -29,11 +29,51 @@ pub struct EnvRef {
 }
 
 /// Values shorter than this are not scrubbed: replacing every "1" or "yes" in a message
-/// would make it unreadable, and such a value cannot be a meaningful secret.
+/// would make it unreadable, and such a value cannot be a meaningful secret. This holds
+/// for secrets known only as a whole value (a header, a command variable, a URL);
+/// the credential parts of a URL or DSN ([`is_credential_param`], the userinfo
+/// password) are scrubbed whatever their length, since their meaning is known.
 pub const MIN_SCRUB_LEN: usize = 4;
 
-/// Query-string values of env-held URLs shorter than this are taken as plain options.
+/// Query-string values of env-held URLs under names that are not known credentials
+/// are still taken as secrets from this length on (a token under an unusual name);
+/// shorter ones are plain options (`?format=json` must not blank out every "json").
 pub const MIN_QUERY_SECRET_LEN: usize = 8;
+
+/// Does this query-string (or `key=value` DSN) parameter carry a credential? Case,
+/// `-`, `_` and `.` are ignored: `password`, `sslpassword`, `passfile`, `sslkey`,
+/// `token`, `access_token`, `api_key`, `apikey`, `X-Api-Key`, `secret`, `auth`, `key`,
+/// `client_secret`, `X-Amz-Signature`, ... and any name containing `password`,
+/// `passwd`, `secret` or `credential`, or ending in `token`, `apikey` or `key`.
+pub fn is_credential_param(name: &str) -> bool {
+    let n: String = name
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_' | '.'))
+        .flat_map(char::to_lowercase)
+        .collect();
+    const EXACT: &[&str] = &[
+        "pass",
+        "pwd",
+        "passfile",
+        "sslkey",
+        "auth",
+        "authorization",
+        "sig",
+        "signature",
+        "jwt",
+        "bearer",
+        "session",
+        "sessionid",
+        "otp",
+        "xamzsignature",
+        "xamzcredential",
+    ];
+    EXACT.contains(&n.as_str())
+        || ["password", "passwd", "secret", "credential"]
+            .iter()
+            .any(|w| n.contains(w))
+        || ["token", "key"].iter().any(|w| n.ends_with(w))
+}
 
 /// The secrets one observation has touched; replaces each with `***`.
 #[derive(Debug, Default, Clone)]
@@ -42,39 +82,85 @@ pub struct Scrubber {
 }
 
 impl Scrubber {
+    /// Register a secret value read from the environment. When it is a URL or a
+    /// `key=value` connection string, its credential parts are registered too (a
+    /// program may print the password alone, or the URL re-encoded).
     pub fn add(&mut self, secret: &str) {
-        if secret.len() >= MIN_SCRUB_LEN && !self.secrets.iter().any(|s| s == secret) {
+        self.add_min(secret, MIN_SCRUB_LEN);
+        self.add_parts(secret);
+    }
+
+    /// Register a URL read from the environment: the whole URL, its password raw and
+    /// percent-decoded (drivers print either), and its query (and fragment) values
+    /// under credential names whatever their length, others from
+    /// [`MIN_QUERY_SECRET_LEN`].
+    pub fn add_url(&mut self, url: &str) {
+        self.add(url);
+    }
+
+    fn add_min(&mut self, secret: &str, min: usize) {
+        if secret.len() >= min.max(1) && !self.secrets.iter().any(|s| s == secret) {
             self.secrets.push(secret.to_string());
             // Longest first, so a secret containing another is replaced whole.
             self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         }
     }
 
-    /// Register a URL read from the environment: the whole URL, and its password both
-    /// raw and percent-decoded (drivers print either).
-    pub fn add_url(&mut self, url: &str) {
-        self.add(url);
-        if let Ok(u) = url::Url::parse(url) {
-            if let Some(p) = u.password() {
-                self.add(p);
-                if let Ok(decoded) = percent_decode(p) {
-                    self.add(&decoded);
+    /// A credential: raw and percent-decoded, any length.
+    fn add_credential(&mut self, value: &str) {
+        self.add_min(value, 1);
+        if let Ok(decoded) = percent_decode(value) {
+            self.add_min(&decoded, 1);
+        }
+        if value.contains('+') {
+            // Form-encoding: `+` is a space.
+            self.add_min(&value.replace('+', " "), 1);
+        }
+    }
+
+    fn add_pairs<'a>(&mut self, pairs: impl Iterator<Item = &'a str>) {
+        for pair in pairs {
+            let Some((k, v)) = pair.split_once('=') else {
+                continue;
+            };
+            let k = percent_decode(k).unwrap_or_else(|_| k.to_string());
+            let v = v.trim_matches(|c| c == '\'' || c == '"');
+            if v.is_empty() {
+                continue;
+            }
+            if is_credential_param(&k) {
+                self.add_credential(v);
+            } else if v.len() >= MIN_QUERY_SECRET_LEN {
+                self.add_min(v, MIN_QUERY_SECRET_LEN);
+                if let Ok(d) = percent_decode(v) {
+                    self.add_min(&d, MIN_QUERY_SECRET_LEN);
                 }
             }
-            // Tokens travel in query strings too (`?api_key=...`); a server may echo
-            // them back in a redirect or an error page. Only values of token length:
-            // `?format=json` must not blank out every "json" in the output.
-            let mut values: Vec<String> = u.query_pairs().map(|(_, v)| v.into_owned()).collect();
-            if let Some(q) = u.query() {
-                values.extend(
-                    q.split('&')
-                        .filter_map(|p| p.split_once('='))
-                        .map(|(_, v)| v.to_string()),
-                );
+        }
+    }
+
+    fn add_parts(&mut self, value: &str) {
+        if let Some((_, rest)) = value.split_once("://") {
+            // The userinfo password, read by hand too: a URL the url crate refuses
+            // may still be printed by a driver.
+            // Up to the query, so that a password holding an unescaped '/' is whole.
+            let before_query = rest.split(['?', '#']).next().unwrap_or("");
+            if let Some((userinfo, _)) = before_query.rsplit_once('@')
+                && let Some((_, password)) = userinfo.split_once(':')
+                && !password.is_empty()
+            {
+                self.add_credential(password);
             }
-            for v in values.iter().filter(|v| v.len() >= MIN_QUERY_SECRET_LEN) {
-                self.add(v);
+            if let Ok(u) = url::Url::parse(value)
+                && let Some(p) = u.password()
+            {
+                self.add_credential(p);
             }
+            let after = rest.split_once(['?', '#']).map_or("", |(_, q)| q);
+            self.add_pairs(after.split(['&', ';', '#', '?']));
+        } else if value.contains('=') {
+            // libpq / JDBC-style `host=db user=app password=hunter2` or `a=b;c=d`.
+            self.add_pairs(value.split(|c: char| c.is_whitespace() || c == ';'));
         }
     }
 
@@ -141,13 +227,33 @@ fn percent_decode(s: &str) -> Result<String, ()> {
     String::from_utf8(out).map_err(|_| ())
 }
 
-/// A URL safe to print: the password (if any) replaced by `***`. Unparseable input is
+/// A URL safe to print: the password (if any) and every query or fragment value under
+/// a credential name ([`is_credential_param`]) replaced by `***`. Unparseable input is
 /// not echoed at all.
 pub fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut u) => {
             if u.password().is_some() {
                 let _ = u.set_password(Some("***"));
+            }
+            let redact = |q: &str| {
+                q.split('&')
+                    .map(|pair| match pair.split_once('=') {
+                        Some((k, _))
+                            if is_credential_param(&percent_decode(k).unwrap_or_default()) =>
+                        {
+                            format!("{k}=***")
+                        }
+                        _ => pair.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("&")
+            };
+            if let Some(q) = u.query().map(redact) {
+                u.set_query(Some(&q));
+            }
+            if let Some(f) = u.fragment().map(redact) {
+                u.set_fragment(Some(&f));
             }
             u.to_string()
         }
@@ -207,6 +313,63 @@ mod tests {
         assert_eq!(
             s.scrub("application/json k3y-0123456789"),
             "application/json ***"
+        );
+    }
+
+    #[test]
+    fn credential_parts_whatever_their_length() {
+        for (url, secret) in [
+            ("postgres://u:hunter2@h/db", "hunter2"),
+            ("postgres://u:pw@h/db", "pw"),
+            ("postgres://u:p/w@h/db", "p/w"),
+            ("postgres://u@h/db?password=hunter2", "hunter2"),
+            (
+                "postgres://u@h/db?sslmode=disable&sslpassword=hunter2",
+                "hunter2",
+            ),
+            ("postgres://u@h/db?PassWord=hunter2", "hunter2"),
+            ("postgres://u@h/db?passfile=%2Ftmp%2Fpgp", "/tmp/pgp"),
+            ("postgres://u@h/db?sslkey=k.pem", "k.pem"),
+            ("https://h/x?token=abc", "abc"),
+            ("https://h/x?access_token=abc", "abc"),
+            ("https://h/x?api_key=abc", "abc"),
+            ("https://h/x?apikey=abc", "abc"),
+            ("https://h/x?X-Api-Key=abc", "abc"),
+            ("https://h/x?secret=abc", "abc"),
+            ("https://h/x?auth=abc", "abc"),
+            ("https://h/x?key=abc", "abc"),
+            ("https://h/cb#access_token=abc&x=1", "abc"),
+            ("host=db user=app password=hunter2", "hunter2"),
+            ("Server=db;User Id=app;Password='hunter2'", "hunter2"),
+        ] {
+            let mut s = Scrubber::default();
+            s.add(url);
+            let text = format!("login failed with [{secret}] for app");
+            assert_eq!(s.scrub(&text), "login failed with [***] for app", "{url}");
+        }
+        // Plain options stay readable; short non-credential values are not secrets.
+        let mut s = Scrubber::default();
+        s.add("postgres://u:pw@h/db?sslmode=disable&application_name=billing");
+        assert_eq!(
+            s.scrub("sslmode disable app billing"),
+            "sslmode disable app billing"
+        );
+        s.add("ab");
+        assert_eq!(s.scrub("ab"), "ab");
+        assert!(!is_credential_param("max_tokens"));
+        assert!(!is_credential_param("sslmode"));
+        assert!(!is_credential_param("format"));
+    }
+
+    #[test]
+    fn redact_url_hides_query_credentials() {
+        assert_eq!(
+            redact_url("https://h/x?format=json&api_key=abc&token=t#access_token=z"),
+            "https://h/x?format=json&api_key=***&token=***#access_token=***"
+        );
+        assert_eq!(
+            redact_url("postgres://u:pw@h/db?sslpassword=x&sslmode=require"),
+            "postgres://u:***@h/db?sslpassword=***&sslmode=require"
         );
     }
 
