@@ -158,6 +158,41 @@ pub fn render(
     out
 }
 
+/// `gate --dry-run`: every check of the contract, whether it applies to the claim and
+/// why, when it would run, and what it must show.
+pub fn render_plan(contract: &evident_gate::Contract, plan: &[evident_gate::Planned]) -> String {
+    let mut out = String::new();
+    for (c, p) in contract.checks.iter().zip(plan) {
+        let waves: Vec<&str> = p.waves.iter().map(|w| w.as_str()).collect();
+        let _ = writeln!(out, "{} ({})", shown(&p.check_id), p.check_type);
+        let _ = writeln!(out, "  source    {}", shown(&p.target));
+        let _ = writeln!(out, "  {}", shown(&p.why));
+        let runs = if waves.is_empty() {
+            "does not run".to_string()
+        } else {
+            format!("runs in wave(s): {}", waves.join(", "))
+        };
+        let _ = writeln!(out, "  {runs}");
+        let expected = c
+            .expected
+            .clone()
+            .or_else(|| c.source.default_expected())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  expected  {}",
+            shown(&serde_json::Value::Object(expected).to_string())
+        );
+    }
+    let required = plan.iter().filter(|p| p.applies).count();
+    let _ = writeln!(
+        out,
+        "\n{required} of {} checks apply and must all pass; nothing was run (--dry-run)",
+        plan.len()
+    );
+    out
+}
+
 /// A string the agent (or a system it touched) wrote, safe to print on a terminal:
 /// control characters (ESC, CR, newline, ...) and bidirectional overrides are shown
 /// as `\u{..}` escapes, so a field can neither redraw the screen nor add a line.

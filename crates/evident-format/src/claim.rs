@@ -38,6 +38,13 @@ pub struct Claim {
     /// A verdict written in the input is ignored and recomputed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Value>,
+    /// evident extension, written by the gate: the ids of the contract checks that
+    /// applied to this task. When present, only evidence of these checks counts, every
+    /// one of them must be observed and satisfied, and a check with no item leaves the
+    /// claim unverified (see docs/gate.md, "Checks are requirements"). Kept outside
+    /// `policy` so that replacing the policy (`verify --policy`) cannot drop it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_checks: Option<Vec<String>>,
 }
 
 /// The only spec version this reader understands.
@@ -104,6 +111,35 @@ pub struct Evidence {
     /// evident extension: the id of the contract check that produced this item.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_id: Option<String>,
+    /// evident extension: when the gate made this observation relative to the
+    /// contract's commands (which run the agent's code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave: Option<Wave>,
+}
+
+/// When a gate observation was made relative to the contract's commands. A readback
+/// or endpoint check is observed before the commands and again after them, so the
+/// agent's code cannot have the last word on the state the gate reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Wave {
+    /// Before any command of the contract ran (or the contract has none).
+    Before,
+    /// A command's own run.
+    Command,
+    /// After every command of the contract finished.
+    After,
+}
+
+impl Wave {
+    /// The name as written in documents.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wave::Before => "before",
+            Wave::Command => "command",
+            Wave::After => "after",
+        }
+    }
 }
 
 /// Who collected a piece of evidence.

@@ -15,7 +15,7 @@ pub mod timestamp;
 
 pub use claim::{
     CheckType, Claim, ClaimDocument, Evidence, MaxAge, Mutation, OnUnverified, Policy, Task,
-    Verifier, VerifierKind,
+    Verifier, VerifierKind, Wave,
 };
 pub use json::{Pos, Spans};
 pub use timestamp::Timestamp;

@@ -48,8 +48,13 @@ pub struct Check {
     /// Unique within the contract; shown in reports and JUnit.
     pub id: String,
     pub check_type: CheckType,
-    /// Which claimed mutations this check speaks for.
+    /// Which claimed mutations this check's evidence speaks for.
     pub covers: Covers,
+    /// When the check applies: `always` (the default: a requirement of the task,
+    /// whatever the claim lists) or `when_covered` (only when `covers` selects a claimed
+    /// mutation; once it applies it is a requirement like any other).
+    #[serde(default, skip_serializing_if = "Applies::is_always")]
+    pub applies: Applies,
     /// What to observe (exactly one source: `command`, `http`, `file`, `sqlite`,
     /// `postgres`, `mysql`, `redis`, `git`).
     pub source: Source,
@@ -57,6 +62,32 @@ pub struct Check {
     /// every other source needs one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<Map<String, Value>>,
+}
+
+/// When a check is a requirement of the task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Applies {
+    /// Always: the claim's mutation list cannot make the check go away.
+    #[default]
+    Always,
+    /// Only when `covers` selects at least one claimed mutation (one contract for
+    /// several kinds of change).
+    WhenCovered,
+}
+
+impl Applies {
+    fn is_always(&self) -> bool {
+        *self == Applies::Always
+    }
+
+    /// The name as written in contracts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Applies::Always => "always",
+            Applies::WhenCovered => "when_covered",
+        }
+    }
 }
 
 /// Selects claimed mutations. Every field given must match; at least one is required.
@@ -126,12 +157,67 @@ impl Selector<'_> {
 pub struct ContractDocument {
     pub contract: Contract,
     pub raw: Value,
+    /// Where each part of the contract starts, by JSON path (TOML and JSON).
+    pub spans: Spans,
 }
 
 impl Contract {
     /// Reads a contract. TOML when `file` ends in `.toml` (or the text is not JSON-like),
     /// JSON otherwise. `file` names the source in errors.
     pub fn parse(bytes: &[u8], file: &str) -> Result<ContractDocument, Error> {
+        let (value, spans) = read_value(bytes, file)?;
+        let (contract, ignored): (Contract, _) = evident_format::typed(&value, &spans, file)?;
+        if let Some(w) = ignored.into_iter().next() {
+            return Err(Error::at(file, &spans, w.path, "unknown field".into()));
+        }
+        contract.validate(file, &spans)?;
+        Ok(ContractDocument {
+            contract,
+            raw: value,
+            spans,
+        })
+    }
+}
+
+/// Reads an owner's policy for `verify --policy`: a policy object, or a contract whose
+/// `policy` table is taken (TOML or JSON). Strict: an unknown key is an error, since a
+/// misspelt `max_age_s` would silently weaken the decision.
+pub fn parse_policy(bytes: &[u8], file: &str) -> Result<Policy, Error> {
+    let (value, spans) = read_value(bytes, file)?;
+    let (value, prefix) = match value.get("policy") {
+        Some(p) if p.is_object() => (p.clone(), "policy"),
+        _ => (value, ""),
+    };
+    let (policy, ignored): (Policy, _) =
+        evident_format::typed(&value, &spans, file).map_err(|mut e| {
+            if !prefix.is_empty() {
+                e.path = format!("{prefix}.{}", e.path)
+                    .trim_end_matches('.')
+                    .to_string();
+                e.pos = spans.nearest(&e.path);
+            }
+            e
+        })?;
+    if let Some(w) = ignored.into_iter().next() {
+        let path = if prefix.is_empty() {
+            w.path
+        } else {
+            format!("{prefix}.{}", w.path)
+        };
+        return Err(Error::at(
+            file,
+            &spans,
+            path,
+            "unknown field (a policy has id, requires, max_age_s and on_unverified)".into(),
+        ));
+    }
+    Ok(policy)
+}
+
+/// The document as a JSON value with positions: TOML when `file` ends in `.toml` (or
+/// the text does not start like JSON), JSON otherwise.
+fn read_value(bytes: &[u8], file: &str) -> Result<(Value, Spans), Error> {
+    {
         let looks_json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         let (value, spans) = if file.ends_with(".toml") || !looks_json {
             let value = toml_value(bytes, file)?;
@@ -148,17 +234,11 @@ impl Contract {
             })?;
             (p.value, p.spans)
         };
-        let (contract, ignored): (Contract, _) = evident_format::typed(&value, &spans, file)?;
-        if let Some(w) = ignored.into_iter().next() {
-            return Err(Error::at(file, &spans, w.path, "unknown field".into()));
-        }
-        contract.validate(file, &spans)?;
-        Ok(ContractDocument {
-            contract,
-            raw: value,
-        })
+        Ok((value, spans))
     }
+}
 
+impl Contract {
     fn validate(&self, file: &str, spans: &Spans) -> Result<(), Error> {
         let err = |path: String, message: String| Err(Error::at(file, spans, path, message));
         let mut ids = HashSet::new();
@@ -191,13 +271,40 @@ impl Contract {
                     format!("bad glob: {e}"),
                 );
             }
+            for (field, value) in [("id", &cv.id), ("kind", &cv.kind), ("target", &cv.target)] {
+                if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                    return err(
+                        format!("check[{i}].covers.{field}"),
+                        format!(
+                            "covers.{field} is empty: it can select no mutation, so its evidence could never speak for one"
+                        ),
+                    );
+                }
+            }
             let allowed: &[&str] = match c.check_type {
-                CheckType::TestRun => &["command"],
-                CheckType::EndpointHealth => &["http"],
+                CheckType::TestRun => &["command", "signed_by"],
+                CheckType::EndpointHealth => &["http", "signed_by"],
                 CheckType::StateReadback => &[
-                    "http", "file", "sqlite", "postgres", "mysql", "redis", "git",
+                    "http",
+                    "file",
+                    "sqlite",
+                    "postgres",
+                    "mysql",
+                    "redis",
+                    "git",
+                    "signed_by",
                 ],
             };
+            if let Source::SignedBy(signer) = &c.source
+                && !self.trust.iter().any(|t| &t.id == signer)
+            {
+                return err(
+                    format!("check[{i}].source.signed_by"),
+                    format!(
+                        "the check delegates to {signer:?}, which no [[trust]] entry names; add [[trust]] id = {signer:?} with its public key"
+                    ),
+                );
+            }
             if !allowed.contains(&c.source.kind()) {
                 return err(
                     format!("check[{i}].source"),

@@ -16,9 +16,13 @@ pub fn render(outcome: &Outcome) -> String {
             Some(f) => (false, format!("{}: {}", f.code, f.detail)),
             None => (false, "no finding".into()),
         };
+        let name = match run.wave {
+            evident_format::Wave::After => format!("{} (after the commands)", run.check_id),
+            _ => run.check_id.clone(),
+        };
         cases.push_str(&format!(
             "    <testcase classname=\"evident.gate\" name=\"{}\" time=\"{:.3}\">\n",
-            esc(&run.check_id),
+            esc(&name),
             run.duration_ms as f64 / 1000.0
         ));
         if !ok {
@@ -32,6 +36,20 @@ pub fn render(outcome: &Outcome) -> String {
         }
         cases.push_str("    </testcase>\n");
     }
+    let mut tests = outcome.runs.len() + 1;
+    for p in outcome
+        .plan
+        .iter()
+        .filter(|p| p.applies && p.waves.is_empty())
+    {
+        tests += 1;
+        failures += 1;
+        cases.push_str(&format!(
+            "    <testcase classname=\"evident.gate\" name=\"{}\">\n      <failure message=\"not observed\">{}</failure>\n    </testcase>\n",
+            esc(&p.check_id),
+            esc(&p.why)
+        ));
+    }
     let v = &outcome.verdict;
     cases.push_str("    <testcase classname=\"evident.gate\" name=\"verdict\">\n");
     if v.state != State::Verified {
@@ -44,8 +62,7 @@ pub fn render(outcome: &Outcome) -> String {
     }
     cases.push_str("    </testcase>\n");
     format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"evident gate\" tests=\"{}\" failures=\"{failures}\">\n{cases}  </testsuite>\n</testsuites>\n",
-        outcome.runs.len() + 1
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"evident gate\" tests=\"{tests}\" failures=\"{failures}\">\n{cases}  </testsuite>\n</testsuites>\n"
     )
 }
 

@@ -10,8 +10,8 @@ pub mod contract;
 pub mod junit;
 pub mod run;
 
-pub use contract::{Check, Contract, ContractDocument, Covers};
-pub use run::{CheckRun, Outcome, Settings, verifier_id};
+pub use contract::{Applies, Check, Contract, ContractDocument, Covers};
+pub use run::{CheckRun, Outcome, Planned, Settings, verifier_id};
 
 /// The JSON Schema of the contract, generated from the types.
 pub fn contract_schema() -> schemars::Schema {

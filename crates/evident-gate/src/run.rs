@@ -4,11 +4,11 @@
 //! deadline) → evidence items appended to the claim → `decide` → outcome. The claim
 //! contributes only its mutations and its own evidence; it never chooses a probe.
 
-use crate::contract::{Check, Contract};
+use crate::contract::{Applies, Check, Contract};
 use evident_format::{
-    Claim, ClaimDocument, Evidence, OnUnverified, Timestamp, Verifier, VerifierKind,
+    Claim, ClaimDocument, Evidence, OnUnverified, Timestamp, Verifier, VerifierKind, Wave,
 };
-use evident_probes::{Context, Observation};
+use evident_probes::{Context, Observation, Source};
 use evident_rules::{Options, Verdict, decide};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -20,7 +20,8 @@ pub fn verifier_id() -> String {
     format!("evident/{}", env!("CARGO_PKG_VERSION"))
 }
 
-/// Called as each check finishes: its id, how many have finished, how many there are.
+/// Called as each observation finishes: its check id, how many have finished, how
+/// many there are.
 pub type Progress = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
 
 /// How to run a gate.
@@ -38,9 +39,14 @@ pub struct Settings {
     pub verifier_id: String,
     /// Told as each check finishes (the CLI draws a progress line on a terminal).
     pub progress: Option<Progress>,
+    /// Run only this check (`gate --only`): the others stay unobserved, so the verdict
+    /// is partial evidence and never `verified`.
+    pub only: Option<String>,
 }
 
-/// What one check did: which mutations it covered, what it saw, how long it took.
+/// What one observation of a check did: which mutations it covered, what it saw, how
+/// long it took. A readback or endpoint check has two runs when the contract has
+/// commands (before and after them).
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckRun {
     pub check_id: String,
@@ -54,29 +60,124 @@ pub struct CheckRun {
     pub observed: Value,
     /// Why nothing could be observed (timeout, refused connection, …).
     pub error: Option<String>,
+    /// Before the commands, a command's own run, or after the commands.
+    pub wave: Wave,
     pub duration_ms: u64,
+}
+
+/// What the gate will do with one check of the contract for a given claim.
+#[derive(Debug, Clone, Serialize)]
+pub struct Planned {
+    pub check_id: String,
+    pub check_type: String,
+    pub target: String,
+    /// The claimed mutations its evidence covers (may be empty: a task-level check).
+    pub covers: Vec<String>,
+    /// Whether the check applies to this claim (and so is required).
+    pub applies: bool,
+    /// Why it applies or not, in words.
+    pub why: String,
+    /// The waves it is observed in, in order (empty when it does not run).
+    pub waves: Vec<Wave>,
 }
 
 /// The gate's result: the claim with the gate's evidence added, and the verdict.
 #[derive(Debug, Clone)]
 pub struct Outcome {
-    /// The claim document as given, with the gate's evidence appended and the
-    /// contract's policy in place of the claim's.
+    /// The claim document as given, with the gate's evidence appended, the contract's
+    /// policy in place of the claim's, and `required_checks` set.
     pub document: Value,
     pub claim: ClaimDocument,
     pub verdict: Verdict,
     pub runs: Vec<CheckRun>,
+    /// Every check of the contract and what was done with it.
+    pub plan: Vec<Planned>,
+    /// `gate --only`: only some checks ran, so the verdict cannot be `verified`.
+    pub partial: bool,
     pub on_unverified: OnUnverified,
     pub warnings: Vec<evident_format::Warning>,
 }
 
-/// Runs every check of `contract` now and decides `claim`.
+/// Which checks apply to `claim`, which mutations each covers, and when each runs.
+/// A check applies unless it is `when_covered` and covers no claimed mutation.
+pub fn plan(contract: &Contract, claim: &Claim, only: Option<&str>) -> Vec<Planned> {
+    let mut planned: Vec<Planned> = contract
+        .checks
+        .iter()
+        .map(|c| {
+            // One compiled glob per check, not one per (check, mutation).
+            let selector = c.covers.selector();
+            let covers: Vec<String> = claim
+                .mutations
+                .iter()
+                .filter(|m| selector.matches(m))
+                .map(|m| m.id.clone())
+                .collect();
+            let (applies, why) = match (c.applies, covers.is_empty()) {
+                (Applies::Always, true) => (
+                    true,
+                    "always applies; covers no claimed mutation, so it counts for the task only"
+                        .to_string(),
+                ),
+                (Applies::Always, false) => (
+                    true,
+                    format!("always applies; covers {}", covers.join(", ")),
+                ),
+                (Applies::WhenCovered, false) => (
+                    true,
+                    format!("applies: covers claimed {}", covers.join(", ")),
+                ),
+                (Applies::WhenCovered, true) => (
+                    false,
+                    "not applicable: when_covered, and no claimed mutation matches its covers"
+                        .to_string(),
+                ),
+            };
+            Planned {
+                check_id: c.id.clone(),
+                check_type: c.check_type.as_str().into(),
+                target: c.source.target(),
+                covers,
+                applies,
+                why,
+                waves: Vec::new(),
+            }
+        })
+        .collect();
+    let runs = |p: &Planned| p.applies && only.is_none_or(|o| o == p.check_id);
+    let commands = contract
+        .checks
+        .iter()
+        .zip(&planned)
+        .any(|(c, p)| runs(p) && is_command(c));
+    for (c, p) in contract.checks.iter().zip(planned.iter_mut()) {
+        if !runs(p) {
+            if p.applies {
+                p.why.push_str(" (not run: --only)");
+            }
+            continue;
+        }
+        p.waves = match (&c.source, commands) {
+            (Source::Command(_), _) => vec![Wave::Command],
+            (Source::SignedBy(_), _) | (_, false) => vec![Wave::Before],
+            (_, true) => vec![Wave::Before, Wave::After],
+        };
+    }
+    planned
+}
+
+fn is_command(c: &Check) -> bool {
+    matches!(c.source, Source::Command(_))
+}
+
+/// Runs every applicable check of `contract` now and decides `claim`.
 ///
-/// `authenticate(i, item)` says whether the agent's own evidence item `i` carries a
-/// valid signature from a verifier the contract trusts. Items that call themselves
-/// `independent` without one are treated as self-attested
-/// (`unauthenticated_independence`): in a gate the agent never supplies its own proof.
-/// `sign` may attach a signature to each evidence item the gate collects.
+/// Every check that applies is a requirement: it must satisfy, its contradiction
+/// refutes, its observation error leaves the claim unverified. The agent's own
+/// evidence never counts for a check the gate runs; it counts only through a check the
+/// contract delegates (`source = { signed_by = "…" }`), where `authenticate(item)`
+/// says whether the item carries a valid signature from that trusted verifier. `sign`
+/// may attach a signature to each evidence item the gate collects.
 pub async fn run(
     contract: &Contract,
     claim: ClaimDocument,
@@ -85,35 +186,68 @@ pub async fn run(
     sign: &(dyn Fn(&Value) -> Option<Value> + Sync),
 ) -> Outcome {
     let mut warnings = claim.warnings.clone();
-    let covers: Vec<Vec<String>> = contract
-        .checks
+    let plan = plan(contract, &claim.claim, settings.only.as_deref());
+    let partial = plan.iter().any(|p| p.applies && p.waves.is_empty());
+    if let Some(only) = &settings.only {
+        warnings.push(evident_format::Warning {
+            path: String::new(),
+            pos: None,
+            message: format!(
+                "partial run (--only {only:?}): the other checks were not observed, so the verdict is partial evidence and never verified"
+            ),
+        });
+    }
+    let required: Vec<String> = plan
         .iter()
-        .map(|c| {
-            // One compiled glob per check, not one per (check, mutation).
-            let selector = c.covers.selector();
-            claim
-                .claim
-                .mutations
-                .iter()
-                .filter(|m| selector.matches(m))
-                .map(|m| m.id.clone())
-                .collect()
-        })
+        .filter(|p| p.applies)
+        .map(|p| p.check_id.clone())
         .collect();
-    for (i, (check, ids)) in contract.checks.iter().zip(&covers).enumerate() {
-        if ids.is_empty() {
-            warnings.push(evident_format::Warning {
-                path: format!("check[{i}].covers"),
-                pos: None,
-                message: format!(
-                    "check {:?} covers none of the claimed mutations: its evidence cannot count",
-                    check.id
-                ),
-            });
+    let binding = claim.claim.binding();
+
+    // Each wave after the one before: readbacks, endpoints and delegated checks; then
+    // the commands (the agent's code); then the readbacks and endpoints again, so the
+    // agent's code cannot have the last word on the state the gate reads.
+    let wave_of = |w: Wave| -> Vec<usize> {
+        (0..contract.checks.len())
+            .filter(|&i| plan[i].waves.contains(&w))
+            .collect()
+    };
+    let delegated = (0..contract.checks.len()).any(|i| {
+        !plan[i].waves.is_empty() && matches!(contract.checks[i].source, Source::SignedBy(_))
+    });
+    let total: usize = plan.iter().map(|p| p.waves.len()).sum::<usize>() + usize::from(delegated);
+    let mut clock = Observer::new(settings, total);
+    let mut observed: Vec<(usize, Wave, Observation, Duration)> = Vec::new();
+    let head = if delegated {
+        let git = Source::Git(evident_probes::GitSpec {
+            repo: None,
+            rev: None,
+            file: None,
+            max_bytes: None,
+        });
+        clock
+            .wave(&[("(commit for delegated checks)".into(), git)])
+            .await
+            .pop()
+    } else {
+        None
+    };
+    for w in [Wave::Before, Wave::Command, Wave::After] {
+        let idx = wave_of(w);
+        let sources: Vec<(String, Source)> = idx
+            .iter()
+            .map(|&i| {
+                (
+                    contract.checks[i].id.clone(),
+                    probe_source(&contract.checks[i]),
+                )
+            })
+            .collect();
+        for (i, (obs, took)) in idx.into_iter().zip(clock.wave(&sources).await) {
+            observed.push((i, w, obs, took));
         }
     }
 
-    let observations = observe_all(&contract.checks, settings).await;
     // Each probe scrubs the secrets it used; this scrubs every observation with the
     // secrets of every check, so one check cannot show another's secret.
     let mut scrub = evident_probes::Scrubber::default();
@@ -128,32 +262,42 @@ pub async fn run(
     let mut typed: Claim = claim.claim.clone();
     let mut runs = Vec::new();
     let verifier = settings.verifier_id.clone();
-    let binding = claim.claim.binding();
-    for (k, ((check, ids), (obs, took))) in contract
-        .checks
-        .iter()
-        .zip(covers)
-        .zip(observations)
-        .enumerate()
-    {
-        let mut expected = check
+    for (k, (ci, wave, obs, took)) in observed.into_iter().enumerate() {
+        let check = &contract.checks[ci];
+        let ids = plan[ci].covers.clone();
+        let expected = check
             .expected
             .clone()
             .or_else(|| check.source.default_expected())
             .unwrap_or_default();
-        if expected.is_empty() {
-            expected = Map::new();
-        }
-        let (observed, error) = match obs.value {
-            Ok(obj) => {
-                let error = no_test_ran(check, &obj)
-                    .or_else(|| server_error(check, &expected, &obj))
-                    .or_else(|| cut_output(&expected, &obj));
-                (scrub.scrub_value(Value::Object(obj)), error)
+        let mut at = Timestamp::from_instant(obs.completed_at);
+        let mut extra = Map::new();
+        let (observed, error) = if let Source::SignedBy(signer) = &check.source {
+            match delegated_item(&claim, signer, &binding, head.as_ref(), authenticate) {
+                Ok((index, item)) => {
+                    at = item.at.clone();
+                    extra.insert(
+                        "delegated".into(),
+                        serde_json::json!({ "signer": signer, "evidence": index }),
+                    );
+                    (
+                        scrub.scrub_value(item.observed_value.clone()),
+                        item.observation_error.as_ref().map(|e| scrub.scrub(e)),
+                    )
+                }
+                Err(why) => (Value::Null, Some(why)),
             }
-            Err(e) => (Value::Null, Some(scrub.scrub(&e.to_string()))),
+        } else {
+            match obs.value {
+                Ok(obj) => {
+                    let error = no_test_ran(check, &obj)
+                        .or_else(|| server_error(check, &expected, &obj))
+                        .or_else(|| cut_output(&expected, &obj));
+                    (scrub.scrub_value(Value::Object(obj)), error)
+                }
+                Err(e) => (Value::Null, Some(scrub.scrub(&e.to_string()))),
+            }
         };
-        let at = Timestamp::from_instant(obs.completed_at);
         let mut item = serde_json::json!({
             "check_type": check.check_type.as_str(),
             "target": check.source.target(),
@@ -164,9 +308,13 @@ pub async fn run(
             "verifier": { "id": verifier, "kind": "independent" },
             "check_id": check.id,
             "bound_to": binding,
+            "wave": wave.as_str(),
         });
         if let Some(err) = &error {
             item["observation_error"] = Value::String(err.clone());
+        }
+        if let Some(obj) = item.as_object_mut() {
+            obj.extend(extra);
         }
         if let Some(sig) = sign(&item) {
             item["signature"] = sig;
@@ -186,6 +334,7 @@ pub async fn run(
             signature: item.get("signature").cloned(),
             bound_to: Some(binding.clone()),
             check_id: Some(check.id.clone()),
+            wave: Some(wave),
         });
         push_evidence(&mut document, item);
         runs.push(CheckRun {
@@ -197,47 +346,52 @@ pub async fn run(
             expected,
             observed,
             error,
+            wave,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
         });
     }
 
-    // The owner's policy decides, not the agent's.
+    // The owner's policy and checks decide, not the agent's.
     typed.policy = Some(contract.policy.clone());
+    typed.required_checks = Some(required.clone());
     if let Some(obj) = document.as_object_mut() {
         obj.insert(
             "policy".into(),
             serde_json::to_value(&contract.policy).unwrap_or(Value::Null),
         );
+        obj.insert("required_checks".into(), serde_json::json!(required));
         obj.remove("verdict");
     }
 
-    let mut authenticated: Vec<bool> = claim
-        .raw
-        .get("evidence")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .map(|item| authenticate(item) && bound_here(item, &binding))
-                .collect()
-        })
-        .unwrap_or_default();
-    authenticated.resize(own, false);
+    // The agent's own items never count for a check the gate runs: only the gate's
+    // items are authenticated (a delegated check copies its signer's item into one).
+    let mut authenticated = vec![false; own];
     authenticated.extend(std::iter::repeat_n(true, runs.len()));
 
     // Decide after every observation completed: decided_at ≥ every `at`.
     let decided_at = Timestamp::now();
-    let verdict = decide(
+    let mut verdict = decide(
         &typed,
         &decided_at,
         &Options {
             authenticated: Some(authenticated),
         },
     );
+    if partial && verdict.state == evident_rules::State::Verified {
+        verdict.state = evident_rules::State::Unverified;
+        verdict.unmet = plan
+            .iter()
+            .filter(|p| p.applies && p.waves.is_empty())
+            .map(|p| format!("check:{}", p.check_id))
+            .collect();
+        verdict.reason = format!(
+            "Unverified: a partial run (--only) observed only some checks; {} not observed, so this is partial evidence, never verified.",
+            verdict.unmet.join(", ")
+        );
+    }
     let on_unverified = contract.policy.on_unverified.unwrap_or_default();
     // What is shown and recorded is scrubbed too: an agent may have pasted a secret of
     // the contract (a connection string, a token) into its own claim.
-    let mut verdict = verdict;
     scrub_outputs(&scrub, &mut typed, &mut verdict, &mut warnings);
     let document = scrub.scrub_value(document);
     let claim = ClaimDocument {
@@ -251,8 +405,155 @@ pub async fn run(
         claim,
         verdict,
         runs,
+        plan,
+        partial,
         on_unverified,
         warnings,
+    }
+}
+
+/// The source a check's probe observes, with what its expectation asks about adopted.
+fn probe_source(check: &Check) -> Source {
+    let mut source = check.source.clone();
+    if let Some(e) = &check.expected {
+        source.adopt_expected(e);
+    }
+    source
+}
+
+/// For a delegated check: the agent's evidence item signed by `signer` that is bound
+/// to this claim and to the commit the gate sees in a clean tree, newest first. Why
+/// none qualifies, otherwise (an observation error: unverified, never verified).
+fn delegated_item<'a>(
+    claim: &'a ClaimDocument,
+    signer: &str,
+    binding: &str,
+    head: Option<&(Observation, Duration)>,
+    authenticate: &(dyn Fn(&Value) -> bool + Sync),
+) -> Result<(usize, &'a Evidence), String> {
+    let commit = match head.map(|(o, _)| &o.value) {
+        Some(Ok(obj)) if obj.get("clean") == Some(&Value::Bool(true)) => obj
+            .get("commit")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        Some(Ok(_)) => {
+            return Err(format!(
+                "delegated to {signer:?}: the working tree has changes beyond its HEAD commit, so no signed observation of a commit can speak for it"
+            ));
+        }
+        Some(Err(e)) => {
+            return Err(format!(
+                "delegated to {signer:?}: the gate could not read the commit it sees ({e}); a delegated check needs the root to be a clean git work tree"
+            ));
+        }
+        None => None,
+    };
+    let Some(commit) = commit else {
+        return Err(format!(
+            "delegated to {signer:?}: the root's git repository has no HEAD commit"
+        ));
+    };
+    let raw = claim.raw.get("evidence").and_then(Value::as_array);
+    let mut by_signer = 0;
+    let mut best: Option<(usize, &Evidence)> = None;
+    for (i, e) in claim.claim.evidence.iter().enumerate() {
+        if e.verifier.id != signer || e.verifier.kind != VerifierKind::Independent {
+            continue;
+        }
+        by_signer += 1;
+        let item = raw.and_then(|a| a.get(i));
+        let signed = item.is_some_and(authenticate);
+        let bound = e.bound_to.as_deref() == Some(binding);
+        let same_commit = item
+            .and_then(|x| x.get("commit"))
+            .and_then(Value::as_str)
+            .is_some_and(|c| c == commit);
+        if signed && bound && same_commit && best.is_none_or(|(_, b)| e.at > b.at) {
+            best = Some((i, e));
+        }
+    }
+    best.ok_or_else(|| {
+        format!(
+            "delegated to {signer:?}: no evidence item in the claim is signed by it, bound to this claim (bound_to) and to commit {commit} ({by_signer} item(s) name the signer)"
+        )
+    })
+}
+
+/// Runs observations wave by wave under one deadline, at most `jobs` at once.
+struct Observer<'s> {
+    settings: &'s Settings,
+    limit: Arc<tokio::sync::Semaphore>,
+    deadline: Instant,
+    finished: Arc<std::sync::atomic::AtomicUsize>,
+    total: usize,
+}
+
+impl<'s> Observer<'s> {
+    fn new(settings: &'s Settings, total: usize) -> Self {
+        // Never more permits than observations (tokio's semaphore panics past 2^61 - 1).
+        let jobs = settings.jobs.clamp(1, total.max(1));
+        // A deadline past what the clock can represent means no deadline in practice.
+        let now = Instant::now();
+        let deadline = now
+            .checked_add(settings.deadline)
+            .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
+            .unwrap_or(now);
+        Observer {
+            settings,
+            limit: Arc::new(tokio::sync::Semaphore::new(jobs)),
+            deadline,
+            finished: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            total,
+        }
+    }
+
+    /// Observes every source of one wave concurrently; results in the given order.
+    async fn wave(&mut self, sources: &[(String, Source)]) -> Vec<(Observation, Duration)> {
+        let ctx = Arc::new(self.settings.context.clone());
+        let tasks: Vec<_> = sources
+            .iter()
+            .map(|(id, source)| {
+                let (source, id) = (source.clone(), id.clone());
+                let (limit, ctx, finished) =
+                    (self.limit.clone(), ctx.clone(), self.finished.clone());
+                let (progress, deadline, total) =
+                    (self.settings.progress.clone(), self.deadline, self.total);
+                tokio::spawn(async move {
+                    let _permit = limit.acquire_owned().await;
+                    let started = Instant::now();
+                    let remaining = deadline.saturating_duration_since(started);
+                    let obs = if remaining.is_zero() {
+                        Observation {
+                            value: Err(evident_probes::ProbeError::Timeout { limit_ms: 0 }),
+                            completed_at: time::OffsetDateTime::now_utc(),
+                        }
+                    } else {
+                        evident_probes::observe(&source, &ctx, remaining).await
+                    };
+                    let done = finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    if let Some(p) = &progress {
+                        p(&id, done, total);
+                    }
+                    (obs, started.elapsed())
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            out.push(match task.await {
+                Ok(r) => r,
+                Err(e) => (
+                    Observation {
+                        value: Err(evident_probes::ProbeError::InvalidSpec {
+                            reason: format!("the probe task failed: {e}"),
+                        }),
+                        completed_at: time::OffsetDateTime::now_utc(),
+                    },
+                    Duration::ZERO,
+                ),
+            });
+        }
+        out
     }
 }
 
@@ -369,77 +670,4 @@ fn push_evidence(document: &mut Value, item: Value) {
             a.push(item);
         }
     }
-}
-
-/// Runs every check, at most `jobs` at once, all under one deadline: readbacks and
-/// endpoints first, then commands. Results come back in contract order.
-async fn observe_all(checks: &[Check], settings: &Settings) -> Vec<(Observation, Duration)> {
-    // Never more permits than checks (tokio's semaphore panics past 2^61 - 1).
-    let jobs = settings.jobs.clamp(1, checks.len().max(1));
-    let limit = Arc::new(tokio::sync::Semaphore::new(jobs));
-    // A deadline past what the clock can represent means no deadline in practice.
-    let now = Instant::now();
-    let deadline = now
-        .checked_add(settings.deadline)
-        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
-        .unwrap_or(now);
-    let ctx = Arc::new(settings.context.clone());
-    let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let total = checks.len();
-    let spawn = |check: &Check| {
-        let mut source = check.source.clone();
-        if let Some(e) = &check.expected {
-            source.adopt_expected(e);
-        }
-        let limit = limit.clone();
-        let ctx = ctx.clone();
-        let finished = finished.clone();
-        let progress = settings.progress.clone();
-        let id = check.id.clone();
-        tokio::spawn(async move {
-            let _permit = limit.acquire_owned().await;
-            let started = Instant::now();
-            let remaining = deadline.saturating_duration_since(started);
-            let obs = if remaining.is_zero() {
-                Observation {
-                    value: Err(evident_probes::ProbeError::Timeout { limit_ms: 0 }),
-                    completed_at: time::OffsetDateTime::now_utc(),
-                }
-            } else {
-                evident_probes::observe(&source, &ctx, remaining).await
-            };
-            let done = finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            if let Some(p) = &progress {
-                p(&id, done, total);
-            }
-            (obs, started.elapsed())
-        })
-    };
-    // Two waves: every readback and endpoint check first, then the commands. A test
-    // command runs the agent's own code, which could otherwise write the very state a
-    // concurrent readback is reading.
-    let mut out: Vec<Option<(Observation, Duration)>> = (0..checks.len()).map(|_| None).collect();
-    for commands in [false, true] {
-        let wave: Vec<_> = checks
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| matches!(c.source, evident_probes::Source::Command(_)) == commands)
-            .map(|(i, c)| (i, spawn(c)))
-            .collect();
-        for (i, task) in wave {
-            out[i] = Some(match task.await {
-                Ok(r) => r,
-                Err(e) => (
-                    Observation {
-                        value: Err(evident_probes::ProbeError::InvalidSpec {
-                            reason: format!("the probe task failed: {e}"),
-                        }),
-                        completed_at: time::OffsetDateTime::now_utc(),
-                    },
-                    Duration::ZERO,
-                ),
-            });
-        }
-    }
-    out.into_iter().flatten().collect()
 }

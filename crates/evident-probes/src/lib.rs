@@ -92,6 +92,7 @@ impl Source {
             Source::Mysql(_) => "mysql",
             Source::Redis(_) => "redis",
             Source::Git(_) => "git",
+            Source::SignedBy(_) => "signed_by",
         }
     }
 
@@ -176,6 +177,7 @@ impl Source {
                 }
                 s
             }
+            Source::SignedBy(id) => format!("signed by {id}"),
         }
     }
 
@@ -282,6 +284,10 @@ impl Source {
                 git::check_rev(g.rev.as_deref().unwrap_or("HEAD"))?;
                 positive("max_bytes", g.max_bytes)
             }
+            Source::SignedBy(id) if id.trim().is_empty() => {
+                Err(ProbeError::invalid("signed_by must name a verifier id"))
+            }
+            Source::SignedBy(_) => Ok(()),
         }
     }
 
@@ -309,7 +315,7 @@ impl Source {
             }
             Source::Postgres(s) | Source::Mysql(s) => urls.push(&s.url_env),
             Source::Redis(r) => urls.push(&r.url_env),
-            Source::File(_) | Source::Sqlite(_) | Source::Git(_) => {}
+            Source::File(_) | Source::Sqlite(_) | Source::Git(_) | Source::SignedBy(_) => {}
         }
         for name in urls {
             if let Some(u) = env.get(name) {
@@ -395,5 +401,8 @@ async fn run(
         Source::Mysql(s) => sql::observe_mysql(s, ctx, limit, scrub).await,
         Source::Redis(r) => kv::observe(r, ctx, scrub).await,
         Source::Git(g) => git::observe(g, ctx, limit).await,
+        Source::SignedBy(_) => Err(ProbeError::invalid(
+            "a signed_by check is decided by the gate from the claim's signed evidence; no probe observes it",
+        )),
     }
 }

@@ -29,6 +29,10 @@ pub enum Source {
     Redis(RedisSpec),
     /// A git repository under the contract's root, through the `git` binary.
     Git(GitSpec),
+    /// Delegated: the gate runs nothing and accepts the evidence item signed by this
+    /// trusted verifier id (the contract's `[[trust]]`), bound to this claim and to
+    /// the commit the gate sees. Decided by the gate, never observed by a probe.
+    SignedBy(String),
 }
 
 /// The summary format a test command prints.

@@ -5,7 +5,7 @@
 //! and, if not, why — so a person can see exactly what the verdict rests on.
 
 use crate::compare::{Cmp, compare_object};
-use evident_format::{CheckType, Claim, Evidence, Mutation, Timestamp, VerifierKind};
+use evident_format::{CheckType, Claim, Evidence, Mutation, Timestamp, VerifierKind, Wave};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -71,6 +71,12 @@ pub enum Code {
     IncompleteObservation,
     /// `endpoint_health` expecting only `status`: a 200 that would be 200 either way.
     StatusOnly,
+    /// The document names the contract's checks (`required_checks`) and this item is
+    /// not an observation of one of them: when a contract decides, only its checks count.
+    OutsideContract,
+    /// A readback observed before and after the contract's commands saw different
+    /// values in a key the expectation names: the agent's code changed the state.
+    StateChanged,
 }
 
 impl Code {
@@ -90,6 +96,8 @@ impl Code {
             Code::EmptyExpected => "empty_expected",
             Code::IncompleteObservation => "incomplete_observation",
             Code::StatusOnly => "status_only",
+            Code::OutsideContract => "outside_contract",
+            Code::StateChanged => "state_changed",
         }
     }
 }
@@ -137,6 +145,13 @@ pub struct Options {
 }
 
 /// Decides a claim at `decided_at`. Any verdict written in the claim is ignored.
+///
+/// When the claim names the contract's checks (`required_checks`, written by the
+/// gate), only authenticated independent evidence of those checks counts; every item
+/// of a required check must satisfy (one failing observation is never outvoted by a
+/// passing sibling), each required check needs at least one item, and an item of a
+/// task-level check (empty `covers`) counts toward the required checks and check
+/// types but covers no mutation.
 pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdict {
     let max_age_ns = claim
         .policy
@@ -151,6 +166,15 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
         .rev()
         .map(|m| (m.id.as_str(), m))
         .collect();
+    let required: Option<Vec<&str>> = claim
+        .required_checks
+        .as_ref()
+        .map(|r| r.iter().map(String::as_str).collect());
+    let mut checks: HashMap<&str, CheckTally> = required
+        .iter()
+        .flatten()
+        .map(|id| (*id, CheckTally::default()))
+        .collect();
     let mut covered: HashSet<&str> = HashSet::new();
     let mut satisfied: HashSet<&str> = HashSet::new();
     let mut contradiction: Option<(usize, String)> = None;
@@ -161,7 +185,30 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
             .authenticated
             .as_ref()
             .is_none_or(|a| a.get(i).copied().unwrap_or(false));
-        let (code, detail) = judge(&by_id, e, decided_at, max_age_ns, authenticated);
+        // The check this item is an observation of, when the document names checks.
+        let check = e
+            .check_id
+            .as_deref()
+            .filter(|_| authenticated && e.verifier.kind == VerifierKind::Independent)
+            .and_then(|id| checks.get_key_value(id).map(|(k, _)| *k));
+        let (code, detail) = if required.is_some() && check.is_none() {
+            match judge(&by_id, e, decided_at, max_age_ns, authenticated, false) {
+                found @ (Code::SelfAttested | Code::UnauthenticatedIndependence | Code::Absent, _) => found,
+                _ => (
+                    Code::OutsideContract,
+                    "not an observation of a check the contract requires: when a contract decides, only its checks count".into(),
+                ),
+            }
+        } else {
+            judge(
+                &by_id,
+                e,
+                decided_at,
+                max_age_ns,
+                authenticated,
+                check.is_some(),
+            )
+        };
         match code {
             Code::Satisfies => {
                 covered.extend(e.covers.iter().map(String::as_str));
@@ -177,6 +224,21 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
             }
             _ => {}
         }
+        if let Some(id) = check
+            && let Some(t) = checks.get_mut(id)
+        {
+            t.items += 1;
+            if code != Code::Satisfies && t.failed.is_none() {
+                t.failed = Some(i);
+            }
+            if code == Code::Satisfies {
+                match e.wave {
+                    Some(Wave::Before) => t.before.push(i),
+                    Some(Wave::After) => t.after.push(i),
+                    _ => {}
+                }
+            }
+        }
         findings.push(Finding {
             evidence: i,
             check_type: e.check_type.clone(),
@@ -186,6 +248,44 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
         });
     }
 
+    // A readback that satisfied before and after the commands must have seen the same
+    // values in every key its expectation names; otherwise the agent's code moved the
+    // state while the gate ran, and neither observation is the world's last word.
+    for t in checks.values_mut() {
+        if t.failed.is_some() {
+            continue;
+        }
+        'pairs: for &b in &t.before {
+            for &a in &t.after {
+                let (before, after) = (&claim.evidence[b], &claim.evidence[a]);
+                if let Some((path, was, is)) = named_difference(
+                    &after.expected,
+                    &before.observed_value,
+                    &after.observed_value,
+                ) {
+                    findings[a].code = Code::StateChanged;
+                    findings[a].used = false;
+                    findings[a].detail = format!(
+                        "the state changed while the gate ran: before the commands {path} was {}, after them {}",
+                        short(&was),
+                        short(&is),
+                    );
+                    t.failed = Some(a);
+                    break 'pairs;
+                }
+            }
+        }
+    }
+    // A contradiction observed after the commands, by a check that was satisfied
+    // before them, is the agent's code changing the state: say so.
+    if let Some((i, detail)) = &mut contradiction
+        && claim.evidence[*i].wave == Some(Wave::After)
+        && let Some(id) = claim.evidence[*i].check_id.as_deref()
+        && checks.get(id).is_some_and(|t| !t.before.is_empty())
+    {
+        *detail = format!("the state changed while the gate ran: after the commands, {detail}");
+    }
+
     let mut unmet = Vec::new();
     if let Some(policy) = &claim.policy {
         for t in &policy.requires {
@@ -193,6 +293,13 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
             if !satisfied.contains(t.as_str()) && !unmet.contains(&name) {
                 unmet.push(name);
             }
+        }
+    }
+    for id in required.iter().flatten() {
+        let t = &checks[id];
+        let name = format!("check:{id}");
+        if (t.items == 0 || t.failed.is_some()) && !unmet.contains(&name) {
+            unmet.push(name);
         }
     }
     if claim.mutations.is_empty() {
@@ -208,7 +315,10 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
         unmet.clear();
         (
             State::Refuted,
-            format!("Refuted: independent evidence[{i}] contradicts the claim: {detail}."),
+            format!(
+                "Refuted: {} contradicts the claim: {detail}.",
+                source_name(claim, i)
+            ),
         )
     } else if unmet.is_empty() {
         let n = claim.mutations.len();
@@ -222,18 +332,27 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
                     .join(", ")
             ),
         };
+        let contract = match required.as_deref() {
+            Some(ids) if !ids.is_empty() => {
+                format!("; every check of the contract ({}) passed", ids.join(", "))
+            }
+            _ => String::new(),
+        };
         (
             State::Verified,
             format!(
-                "Verified: {} covered by fresh, independent evidence that matches{policy}.",
+                "Verified: {} covered by fresh, independent evidence that matches{policy}{contract}.",
                 plural(n, "mutation is", "mutations are")
             ),
         )
     } else {
         let mut reason = format!(
-            "Unverified: nothing independent, fresh and matching shows {}.",
-            describe_unmet(&unmet)
+            "Unverified: {}.",
+            first_cause(claim, &unmet, &checks, &findings)
         );
+        if unmet.len() > 1 {
+            reason.push_str(&format!(" Also unmet: {}.", unmet[1..].join(", ")));
+        }
         if let Some((i, detail)) = self_contradiction {
             reason.push_str(&format!(
                 " Note: the agent's own evidence[{i}] contradicts its claim ({detail})."
@@ -251,28 +370,127 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
     }
 }
 
+/// What the decision saw of one required check.
+#[derive(Default)]
+struct CheckTally {
+    /// Items of the check (authenticated, independent, with its `check_id`).
+    items: usize,
+    /// The first item that did not satisfy.
+    failed: Option<usize>,
+    /// Satisfying items observed before / after the commands.
+    before: Vec<usize>,
+    after: Vec<usize>,
+}
+
+/// `check "zip" (state_readback accounts/4471)` or `evidence[3]`, for reasons.
+fn source_name(claim: &Claim, i: usize) -> String {
+    let e = &claim.evidence[i];
+    match &e.check_id {
+        Some(id) => format!(
+            "check {id:?} ({} {})",
+            e.check_type,
+            e.target.as_deref().unwrap_or("-")
+        ),
+        None => format!("independent evidence[{i}]"),
+    }
+}
+
+/// The first blocking cause in words: which check, what it saw, what would satisfy
+/// it; else which required type or mutation nothing speaks for.
+fn first_cause(
+    claim: &Claim,
+    unmet: &[String],
+    checks: &HashMap<&str, CheckTally>,
+    findings: &[Finding],
+) -> String {
+    // A check that observed and failed says the most; then a check never observed.
+    let failed = unmet.iter().find_map(|u| {
+        let id = u.strip_prefix("check:")?;
+        let i = checks.get(id)?.failed?;
+        Some((id, i))
+    });
+    if let Some((id, i)) = failed {
+        let e = &claim.evidence[i];
+        return format!(
+            "check {id:?} ({} {}) did not pass: {}; it needs an observation showing {}",
+            e.check_type,
+            e.target.as_deref().unwrap_or("-"),
+            findings[i].detail,
+            short(&e.expected)
+        );
+    }
+    let Some(first) = unmet.first() else {
+        return "nothing was decided".into();
+    };
+    if let Some(id) = first.strip_prefix("check:") {
+        return format!("check {id:?} of the contract was not observed (no evidence of it)");
+    }
+    if first == "mutations" {
+        return "the claim lists no mutations, so nothing ties it to a change in the world".into();
+    }
+    if let Some(id) = first.strip_prefix("mutation:") {
+        let m = claim.mutations.iter().find(|m| m.id == id);
+        let what = m.map_or(String::new(), |m| {
+            format!(" ({} {})", m.kind, m.target.as_deref().unwrap_or("-"))
+        });
+        return format!(
+            "nothing independent, fresh and matching covers mutation {id:?}{what}: a check must observe it after it was made"
+        );
+    }
+    format!("no fresh, independent {first} evidence satisfies its expectation")
+}
+
+/// The first path, among the keys `expected` names, where `before` and `after`
+/// differ, with the two values there (`null` where a key is missing).
+fn named_difference(
+    expected: &Value,
+    before: &Value,
+    after: &Value,
+) -> Option<(String, Value, Value)> {
+    fn walk(
+        expected: &Value,
+        before: &Value,
+        after: &Value,
+        path: String,
+    ) -> Option<(String, Value, Value)> {
+        match (expected, before, after) {
+            (Value::Object(want), Value::Object(b), Value::Object(a)) => {
+                want.iter().find_map(|(k, w)| {
+                    let p = evident_format::json::push_key(&path, k);
+                    match (b.get(k), a.get(k)) {
+                        (None, None) => None,
+                        (Some(bv), Some(av)) => walk(w, bv, av, p),
+                        (bv, av) => Some((
+                            p,
+                            bv.cloned().unwrap_or(Value::Null),
+                            av.cloned().unwrap_or(Value::Null),
+                        )),
+                    }
+                })
+            }
+            _ => (!same_value(before, after)).then(|| (path, before.clone(), after.clone())),
+        }
+    }
+    walk(expected, before, after, String::new())
+}
+
+/// JSON equality with numbers by exact value.
+fn same_value(a: &Value, b: &Value) -> bool {
+    matches!(
+        crate::compare::compare_value(a, b, String::new()),
+        Cmp::Match
+    ) && matches!(
+        crate::compare::compare_value(b, a, String::new()),
+        Cmp::Match
+    )
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
         format!("the 1 {one}")
     } else {
         format!("all {n} {many}")
     }
-}
-
-fn describe_unmet(unmet: &[String]) -> String {
-    let parts: Vec<String> = unmet
-        .iter()
-        .map(|u| {
-            if u == "mutations" {
-                "any change (the claim lists no mutations)".to_string()
-            } else if let Some(id) = u.strip_prefix("mutation:") {
-                format!("mutation {id:?}")
-            } else {
-                format!("a passing {u} check")
-            }
-        })
-        .collect();
-    parts.join(", ")
 }
 
 /// The finding for one evidence item. The order of the tests only picks which reason
@@ -283,6 +501,7 @@ fn judge(
     decided_at: &Timestamp,
     max_age_ns: Option<i128>,
     authenticated: bool,
+    task_level: bool,
 ) -> (Code, String) {
     let comparison = compare(e);
     let says = |prefix: &str| match &comparison {
@@ -318,7 +537,7 @@ fn judge(
         }
         VerifierKind::Independent => {}
     }
-    if e.covers.is_empty() {
+    if e.covers.is_empty() && !task_level {
         return (
             Code::CoversNothing,
             "covers no mutation, so it can speak for none".into(),

@@ -70,6 +70,7 @@ fn evidence(n_mut: usize) -> impl Strategy<Value = Evidence> {
                 signature: None,
                 bound_to: None,
                 check_id: None,
+                wave: None,
             }
         })
 }
@@ -116,6 +117,7 @@ fn claim() -> impl Strategy<Value = Claim> {
                     on_unverified: None,
                 }),
                 verdict: None,
+                required_checks: None,
             }
         })
 }
@@ -242,6 +244,7 @@ fn a_large_claim_is_decided_quickly() {
             signature: None,
             bound_to: None,
             check_id: None,
+            wave: None,
         })
         .collect();
     let claim = Claim {
@@ -256,6 +259,7 @@ fn a_large_claim_is_decided_quickly() {
         evidence,
         policy: None,
         verdict: None,
+        required_checks: None,
     };
     let started = std::time::Instant::now();
     let v = decide(&claim, &now(), &Options::default());

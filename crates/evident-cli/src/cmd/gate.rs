@@ -43,6 +43,14 @@ pub struct Args {
     /// generate`); the items then carry the key's id as `verifier.id`.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// Print which checks would run for this claim (and why each applies or not), in
+    /// which wave, and what each expects; run nothing, record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run only this check (to debug a contract). The other checks stay unobserved, so
+    /// the verdict is partial evidence and never `verified`.
+    #[arg(long, value_name = "CHECK")]
+    pub only: Option<String>,
     #[command(flatten)]
     pub record: crate::record::RecordArgs,
 }
@@ -58,6 +66,32 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         &args.claim
     };
     let claim = Claim::parse(&claim_bytes, claim_name).map_err(|e| anyhow!("{e}"))?;
+    if let Some(only) = &args.only
+        && !contract.contract.checks.iter().any(|c| &c.id == only)
+    {
+        let ids: Vec<&str> = contract
+            .contract
+            .checks
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        return Err(anyhow!(
+            "--only {only:?}: {contract_name} has no check with that id (its checks: {})",
+            ids.join(", ")
+        ));
+    }
+    if args.dry_run {
+        let plan = evident_gate::run::plan(&contract.contract, &claim.claim, args.only.as_deref());
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({ "checks": plan }))?
+            );
+        } else {
+            print!("{}", report::render_plan(&contract.contract, &plan));
+        }
+        return Ok(crate::exit::OK);
+    }
     let deadline = Duration::try_from_secs_f64(args.timeout)
         .ok()
         .filter(|d| !d.is_zero() && args.timeout > 0.0)
@@ -89,6 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .as_ref()
             .map_or_else(evident_gate::verifier_id, |k| k.id().to_string()),
         progress: progress_line(),
+        only: args.only.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -125,6 +160,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "verifier": settings.verifier_id,
             "contract": contract_name,
             "checks": outcome.runs,
+            "plan": outcome.plan,
+            "partial": outcome.partial,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -133,13 +170,35 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .runs
                 .iter()
                 .filter(|r| r.evidence == i)
-                .map(|r| format!("gate check {:?} ran in {} ms", r.check_id, r.duration_ms))
+                .map(|r| {
+                    let when = match r.wave {
+                        evident_format::Wave::Before => ", before the commands",
+                        evident_format::Wave::After => ", after the commands",
+                        evident_format::Wave::Command => "",
+                    };
+                    format!(
+                        "gate check {:?} ran in {} ms{when}",
+                        r.check_id, r.duration_ms
+                    )
+                })
                 .collect()
         };
         print!(
             "{}",
             report::render(&outcome.claim, &outcome.verdict, &warnings, &notes)
         );
+        let skipped: Vec<&evident_gate::Planned> =
+            outcome.plan.iter().filter(|p| p.waves.is_empty()).collect();
+        if !skipped.is_empty() {
+            println!("\nchecks not run");
+            for p in skipped {
+                println!(
+                    "  {} — {}",
+                    report::shown(&p.check_id),
+                    report::shown(&p.why)
+                );
+            }
+        }
     }
     crate::record::record(
         &args.record,
