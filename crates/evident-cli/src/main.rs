@@ -27,6 +27,9 @@ struct Cli {
 enum Command {
     Verify(cmd::verify::Args),
     Gate(cmd::gate::Args),
+    /// Check an owner's contract for mistakes.
+    #[command(subcommand)]
+    Contract(cmd::contract::Command),
     /// Print the JSON Schema of a document type.
     Schema(cmd::schema::Args),
     /// Evaluate recorded agent traces in bulk (cases JSONL, or traces via --adapter).
@@ -66,6 +69,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Verify(a) => cmd::verify::run(a),
         Command::Gate(a) => cmd::gate::run(a),
+        Command::Contract(c) => cmd::contract::run(c),
         Command::Schema(a) => cmd::schema::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Adapt(a) => cmd::adapt::run(a),

@@ -48,7 +48,7 @@ fn the_readme_example_verifies_and_its_twin_is_refuted() {
 
     let (code, out, _) = run(evident(tmp.path())
         .arg("gate")
-        .arg(&contract)
+        .arg(repo().join("examples/billing/contract-4472.toml"))
         .arg(repo().join("examples/billing/claim-refuted.json"))
         .arg("--json"));
     assert_eq!(code, 1, "{out}");
@@ -72,7 +72,7 @@ fn the_readme_example_verifies_and_its_twin_is_refuted() {
             .starts_with("evident/")
     );
     // The owner's policy replaced the claim's (which had none).
-    assert_eq!(doc["policy"]["id"], "billing-write");
+    assert_eq!(doc["policy"]["id"], "billing-4472");
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -215,6 +215,8 @@ fn signed_evidence_under_a_trust_list() {
         cmd.args(["verify", "--no-record", "--json"]).arg(file);
         if trust {
             cmd.arg("--trust").arg(&pubkey);
+            cmd.arg("--policy")
+                .arg(repo().join("examples/billing/contract.toml"));
         }
         let (code, out, err) = run(&mut cmd);
         let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
@@ -325,4 +327,191 @@ fn a_huge_jobs_count_is_not_a_panic() {
             .args(["--no-record", "--jobs", jobs]));
         assert_eq!(code, 0, "--jobs {jobs}: {out}\n{err}");
     }
+}
+
+/// Re-verifying the gate's `--json` output with the owner's policy and trust list, at
+/// the gate's decision time, gives the gate's verdict; and deleting `max_age_s` from
+/// the document's policy no longer revives a day-old signed observation (before the
+/// fix, `verify --trust` took the policy from the document the agent holds).
+#[test]
+fn the_gates_document_re_verifies_to_its_verdict_and_stays_stale_a_day_later() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("gate.key");
+    let (code, _, err) = run(evident(tmp.path())
+        .args(["key", "generate", "--id", "billing-gate", "--out"])
+        .arg(&key));
+    assert_eq!(code, 0, "{err}");
+    let pubkey = tmp.path().join("gate.key.pub");
+    for (contract, claim, state, exit) in [
+        ("contract.toml", "claim.json", "verified", 0),
+        ("contract-4472.toml", "claim-refuted.json", "refuted", 1),
+    ] {
+        let contract = repo().join("examples/billing").join(contract);
+        let (code, out, err) = run(evident(tmp.path())
+            .arg("gate")
+            .arg(&contract)
+            .arg(repo().join("examples/billing").join(claim))
+            .args(["--json", "--no-record", "--key"])
+            .arg(&key));
+        assert_eq!(code, exit, "{err}");
+        let mut doc: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc["verdict"]["state"], state);
+        assert!(doc["required_checks"].is_array(), "{doc:#}");
+        let decided_at = doc["verdict"]["decided_at"].as_str().unwrap().to_string();
+        let verify = |doc: &Value, now: &str, policy: bool| {
+            let file = write(tmp.path(), "decided.json", &doc.to_string());
+            let mut cmd = evident(tmp.path());
+            cmd.args(["verify", "--no-record", "--json", "--now", now, "--trust"])
+                .arg(&pubkey)
+                .arg(&file);
+            if policy {
+                cmd.arg("--policy").arg(&contract);
+            }
+            let (code, out, err) = run(&mut cmd);
+            (code, serde_json::from_str::<Value>(&out).ok(), err)
+        };
+        let (code, v, err) = verify(&doc, &decided_at, true);
+        assert_eq!(code, exit, "{err}");
+        assert_eq!(v.unwrap()["verdict"]["state"], state);
+
+        // A day later, with max_age_s deleted from the document's policy.
+        doc["policy"].as_object_mut().unwrap().remove("max_age_s");
+        let later = time::OffsetDateTime::parse(
+            &decided_at,
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap()
+            + time::Duration::days(1);
+        let later = later
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap();
+        let (code, _, err) = verify(&doc, &later, false);
+        assert_eq!(code, 2, "--trust without --policy: {err}");
+        let (code, v, err) = verify(&doc, &later, true);
+        if state == "verified" {
+            assert_eq!(code, 3, "{err}");
+            let v = v.unwrap();
+            assert_eq!(v["verdict"]["state"], "unverified");
+            assert!(
+                v["verdict"]["findings"].to_string().contains("stale"),
+                "{v:#}"
+            );
+        } else {
+            // A stale contradiction is no longer evidence either way.
+            assert_eq!(code, 3, "{err}");
+        }
+    }
+}
+
+/// `evident contract check`: errors the gate refuses (exit 1), warnings (exit 0), each
+/// naming the file, line and the fix.
+#[test]
+fn contract_check_finds_owner_mistakes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let check = |text: &str| {
+        let file = write(tmp.path(), "c.toml", text);
+        let (code, out, err) = run(evident(tmp.path()).args(["contract", "check"]).arg(&file));
+        (code, format!("{out}{err}"))
+    };
+    let head = "[policy]\n[[check]]\nid = \"x\"\n";
+    for (body, want) in [
+        (
+            "check_type = \"state_readback\"\ncovers = { id = \"m1\" }\nsource = { sqlite = { path = \"a.db\", query = \"SELECT 1\" } }\nexpected = { row_count = \"1\" }\n",
+            "row_count as an integer",
+        ),
+        (
+            "check_type = \"endpoint_health\"\ncovers = { id = \"m1\" }\nsource = { http = { url = \"http://127.0.0.1:1/\" } }\nexpected = { status = \"200\" }\n",
+            "write 200",
+        ),
+        (
+            "check_type = \"endpoint_health\"\ncovers = { id = \"m1\" }\nsource = { http = { url = \"http://127.0.0.1:1/\", headers = { Authorization = \"Bearer abc\" } } }\nexpected = { status = 200, body_contains = \"ok\" }\n",
+            "{ env = \"VARIABLE\" }",
+        ),
+        (
+            "check_type = \"state_readback\"\ncovers = { kind = \"\" }\napplies = \"when_covered\"\nsource = { file = { path = \"f\" } }\nexpected = { exists = true }\n",
+            "can select no mutation",
+        ),
+    ] {
+        let (code, out) = check(&format!("{head}{body}"));
+        assert_eq!(code, 1, "{out}");
+        assert!(
+            out.contains("c.toml:") && out.contains(want),
+            "{want}: {out}"
+        );
+    }
+    for (body, want) in [
+        (
+            "check_type = \"state_readback\"\ncovers = { target = \"**\" }\nsource = { file = { path = \"f\" } }\nexpected = { exists = true }\n",
+            "matches every target",
+        ),
+        (
+            "check_type = \"state_readback\"\ncovers = { target = \"accounts/*\" }\nsource = { sqlite = { path = \"a.db\", query = \"SELECT zip FROM a WHERE id = ?1\", params = [\"4471\"] } }\nexpected = { zip = \"1\" }\n",
+            "one fixed record",
+        ),
+        (
+            "check_type = \"endpoint_health\"\ncovers = { id = \"m1\" }\nsource = { http = { url = \"http://127.0.0.1:1/\" } }\nexpected = { status = 200 }\n",
+            "expects only a status",
+        ),
+        (
+            "check_type = \"endpoint_health\"\ncovers = { id = \"m1\" }\nsource = { http = { url = \"http://127.0.0.1:1/\" } }\nexpected = { status = 200, body_contains = \"2.4.1\" }\n",
+            "JSON pointer",
+        ),
+        (
+            "check_type = \"test_run\"\ncovers = { id = \"m1\" }\nsource = { command = { argv = [\"true\"] } }\n",
+            "failed = 0",
+        ),
+    ] {
+        let (code, out) = check(&format!("{head}{body}"));
+        assert_eq!(code, 0, "{out}");
+        assert!(
+            out.contains("warning: ") && out.contains("hint: ") && out.contains(want),
+            "{want}: {out}"
+        );
+    }
+    let (code, out) =
+        check(&std::fs::read_to_string(repo().join("examples/billing/contract.toml")).unwrap());
+    assert_eq!(
+        (code, out.contains("no problems found")),
+        (0, true),
+        "{out}"
+    );
+}
+
+/// `--dry-run` runs nothing and says which checks apply; `--only` runs one check and is
+/// never verified.
+#[test]
+fn dry_run_and_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let contract = repo().join("examples/billing/contract.toml");
+    let claim = repo().join("examples/billing/claim.json");
+    let (code, out, err) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(&contract)
+        .arg(&claim)
+        .arg("--dry-run"));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("zip-4471") && out.contains("runs in wave(s): before, after"),
+        "{out}"
+    );
+    assert!(out.contains("nothing was run"), "{out}");
+    assert!(!tmp.path().join("ledger.db").exists());
+
+    let (code, out, err) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(&contract)
+        .arg(&claim)
+        .args(["--only", "zip-4471", "--no-record"]));
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("unit-tests") && out.contains("not run: --only"),
+        "{out}"
+    );
+    let (code, _, err) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(&contract)
+        .arg(&claim)
+        .args(["--only", "nope"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("zip-4471, unit-tests"), "{err}");
 }

@@ -67,20 +67,86 @@ fn refuted_exits_1_and_names_the_contradiction() {
     );
 }
 
+/// The document's own `on_unverified` is the agent's word: before, `"warn"` in the
+/// claim made an unverified claim exit 0. Only the command line or the owner's
+/// `--policy` file may let an unverified claim through.
 #[test]
-fn unverified_exits_3_under_block_and_0_under_warn_or_record() {
+fn the_documents_on_unverified_never_lowers_the_exit_code() {
     let mut doc = spec_example();
     doc["evidence"][0]["verifier"]["kind"] = json!("self_attested");
     assert_eq!(verify(&doc, &[]).0, 3, "block is the default");
-    for (policy, code) in [("block", 3), ("warn", 0), ("record", 0)] {
+    for policy in ["block", "warn", "record"] {
         doc["policy"]["on_unverified"] = json!(policy);
         let (got, out, _) = verify(&doc, &[]);
-        assert_eq!(got, code, "on_unverified {policy}");
+        assert_eq!(got, 3, "the document says on_unverified {policy}");
         assert!(out.contains("UNVERIFIED"), "{out}");
+        assert!(out.contains("policy    from the document"), "{out}");
     }
+    for (mode, code) in [("block", 3), ("warn", 0), ("record", 0)] {
+        let (got, _, err) = verify(&doc, &["--on-unverified", mode]);
+        assert_eq!(got, code, "--on-unverified {mode}: {err}");
+    }
+    // The owner's policy file decides, and says so; the command line still overrides it.
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "requires = [\"state_readback\"]\nmax_age_s = 300\non_unverified = \"warn\"\n",
+    )
+    .unwrap();
+    let p = policy.to_str().unwrap();
+    let (got, out, _) = verify(&doc, &["--policy", p]);
+    assert_eq!(got, 0, "{out}");
+    assert!(out.contains("policy.toml (the owner's)"), "{out}");
+    assert_eq!(
+        verify(&doc, &["--policy", p, "--on-unverified", "block"]).0,
+        3
+    );
     // No policy at all: unverified blocks.
     doc.as_object_mut().unwrap().remove("policy");
     assert_eq!(verify(&doc, &[]).0, 3);
+}
+
+/// `--policy` replaces the document's policy: a requirement the agent deleted comes
+/// back; a misspelt key is an error naming it.
+#[test]
+fn the_owners_policy_replaces_the_documents() {
+    let mut doc = spec_example();
+    doc["policy"] = json!({"requires": []});
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.json");
+    std::fs::write(
+        &policy,
+        r#"{"requires": ["state_readback", "test_run"], "max_age_s": 300}"#,
+    )
+    .unwrap();
+    let (code, out, _) = verify(&doc, &["--policy", policy.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 3, "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["verdict"]["unmet"], json!(["test_run"]));
+    assert_eq!(
+        v["policy"]["requires"],
+        json!(["state_readback", "test_run"])
+    );
+
+    std::fs::write(&policy, r#"{"requires": [], "max_age": 300}"#).unwrap();
+    let (code, _, err) = verify(&doc, &["--policy", policy.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("policy.json") && err.contains("max_age"),
+        "{err}"
+    );
+}
+
+/// A trust list means the owner is deciding, so the owner's policy must come with it.
+#[test]
+fn trust_without_policy_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let trust = dir.path().join("trust.json");
+    std::fs::write(&trust, r#"{"verifiers": []}"#).unwrap();
+    let (code, _, err) = verify(&spec_example(), &["--trust", trust.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--policy"), "{err}");
 }
 
 #[test]

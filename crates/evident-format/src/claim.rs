@@ -38,13 +38,25 @@ pub struct Claim {
     /// A verdict written in the input is ignored and recomputed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Value>,
-    /// evident extension, written by the gate: the ids of the contract checks that
-    /// applied to this task. When present, only evidence of these checks counts, every
+    /// evident extension, written by the gate: the contract checks that applied to
+    /// this task, each with the waves it was observed in. When present, only evidence of these checks counts, every
     /// one of them must be observed and satisfied, and a check with no item leaves the
     /// claim unverified (see docs/gate.md, "Checks are requirements"). Kept outside
     /// `policy` so that replacing the policy (`verify --policy`) cannot drop it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub required_checks: Option<Vec<String>>,
+    pub required_checks: Option<Vec<RequiredCheck>>,
+}
+
+/// One contract check the task required, and the waves the gate observed it in: each
+/// wave needs its own satisfying item, so dropping or forging the observation made
+/// before (or after) the commands cannot leave a check looking complete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequiredCheck {
+    /// The check's id in the contract (the `check_id` of its evidence).
+    pub id: String,
+    /// The waves the check is observed in (`before`, `command`, `after`).
+    pub waves: Vec<Wave>,
 }
 
 /// The only spec version this reader understands.

@@ -14,8 +14,8 @@ pub mod json;
 pub mod timestamp;
 
 pub use claim::{
-    CheckType, Claim, ClaimDocument, Evidence, MaxAge, Mutation, OnUnverified, Policy, Task,
-    Verifier, VerifierKind, Wave,
+    CheckType, Claim, ClaimDocument, Evidence, MaxAge, Mutation, OnUnverified, Policy,
+    RequiredCheck, Task, Verifier, VerifierKind, Wave,
 };
 pub use json::{Pos, Spans};
 pub use timestamp::Timestamp;

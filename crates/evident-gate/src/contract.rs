@@ -295,6 +295,15 @@ impl Contract {
                     "signed_by",
                 ],
             };
+            if let Some((key, message)) = crate::lint::impossible_expectation(c) {
+                return err(format!("check[{i}].expected.{key}"), message);
+            }
+            if let Some((path, message)) = crate::lint::inline_secret(c) {
+                return err(format!("check[{i}].{path}"), message);
+            }
+            if let Err(e) = c.source.validate() {
+                return err(format!("check[{i}].source"), e.to_string());
+            }
             if let Source::SignedBy(signer) = &c.source
                 && !self.trust.iter().any(|t| &t.id == signer)
             {

@@ -8,6 +8,7 @@
 
 pub mod contract;
 pub mod junit;
+pub mod lint;
 pub mod run;
 
 pub use contract::{Applies, Check, Contract, ContractDocument, Covers};

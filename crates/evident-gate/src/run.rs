@@ -187,7 +187,7 @@ pub async fn run(
 ) -> Outcome {
     let mut warnings = claim.warnings.clone();
     let plan = plan(contract, &claim.claim, settings.only.as_deref());
-    let partial = plan.iter().any(|p| p.applies && p.waves.is_empty());
+    let partial = settings.only.is_some();
     if let Some(only) = &settings.only {
         warnings.push(evident_format::Warning {
             path: String::new(),
@@ -197,10 +197,13 @@ pub async fn run(
             ),
         });
     }
-    let required: Vec<String> = plan
+    let required: Vec<evident_format::RequiredCheck> = plan
         .iter()
         .filter(|p| p.applies)
-        .map(|p| p.check_id.clone())
+        .map(|p| evident_format::RequiredCheck {
+            id: p.check_id.clone(),
+            waves: p.waves.clone(),
+        })
         .collect();
     let binding = claim.claim.binding();
 
@@ -377,6 +380,18 @@ pub async fn run(
             authenticated: Some(authenticated),
         },
     );
+    // A signed item of the agent's is recorded, and the finding says why it did not
+    // count (it is not unauthenticated: the gate simply never takes it).
+    let raw_items = claim.raw.get("evidence").and_then(Value::as_array);
+    for f in verdict.findings.iter_mut().filter(|f| f.evidence < own) {
+        let signed = raw_items
+            .and_then(|a| a.get(f.evidence))
+            .is_some_and(authenticate);
+        if signed && f.code == evident_rules::Code::UnauthenticatedIndependence {
+            f.code = evident_rules::Code::OutsideContract;
+            f.detail = "the agent's own signed evidence: a check the gate runs is decided by this run's observation alone (only a signed_by check accepts a signer's item)".into();
+        }
+    }
     if partial && verdict.state == evident_rules::State::Verified {
         verdict.state = evident_rules::State::Unverified;
         verdict.unmet = plan

@@ -55,6 +55,7 @@ async fn gate_env(
         },
         verifier_id: evident_gate::verifier_id(),
         progress: None,
+        only: None,
     };
     evident_gate::run::run(&contract.contract, doc, &settings, &|_| false, &|_| None).await
 }
@@ -83,6 +84,14 @@ async fn gate(contract_toml: &str, claim: &Claim2, root: &Path) -> Outcome {
         Duration::from_secs(120),
     )
     .await
+}
+
+/// The first run of check `id` (its observation before the commands, for a readback).
+fn run_of<'a>(o: &'a Outcome, id: &str) -> &'a evident_gate::CheckRun {
+    o.runs
+        .iter()
+        .find(|r| r.check_id == id)
+        .unwrap_or_else(|| panic!("no run of check {id:?}: {:#?}", o.runs))
 }
 
 /// The finding for the gate's first check.
@@ -534,6 +543,7 @@ async fn a_hundred_slow_endpoint_checks_run_concurrently() {
         },
         verifier_id: evident_gate::verifier_id(),
         progress: None,
+        only: None,
     };
     let t = Instant::now();
     let o = evident_gate::run::run(&parsed.contract, doc, &settings, &|_| false, &|_| None).await;
@@ -825,7 +835,9 @@ async fn the_agents_own_independent_evidence_does_not_count_without_a_signature(
         o.verdict.findings[0].code,
         Code::UnauthenticatedIndependence
     );
-    assert_eq!(o.verdict.unmet, vec!["state_readback", "mutation:m1"]);
+    // The contract's readback (of another account) is a task-level requirement and
+    // passes; nothing speaks for the agent's mutation.
+    assert_eq!(o.verdict.unmet, vec!["mutation:m1"]);
 }
 
 #[test]
@@ -943,9 +955,12 @@ expected = { json = { t = "x" } }
     env.insert("GATE_API_TOKEN".into(), TOKEN.into());
     let o = gate_env(contract, &c, dir.path(), env, Duration::from_secs(60)).await;
     // The file and the command did observe it (as ***).
-    assert_eq!(o.runs[1].observed["text"], json!("api_token=***\n"));
+    assert_eq!(
+        run_of(&o, "config-text").observed["text"],
+        json!("api_token=***\n")
+    );
     assert!(
-        o.runs[2].observed["stdout"]
+        run_of(&o, "prints-config").observed["stdout"]
             .as_str()
             .unwrap()
             .contains("api_token=***")
@@ -1170,7 +1185,7 @@ expected = {{ status = 200 }}
         .trim()
         .parse()
         .unwrap();
-    let readback_done = o.claim.claim.evidence[o.runs[1].evidence]
+    let readback_done = o.claim.claim.evidence[run_of(&o, "api").evidence]
         .at
         .instant()
         .unix_timestamp_nanos();

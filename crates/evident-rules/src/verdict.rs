@@ -169,11 +169,18 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
     let required: Option<Vec<&str>> = claim
         .required_checks
         .as_ref()
-        .map(|r| r.iter().map(String::as_str).collect());
-    let mut checks: HashMap<&str, CheckTally> = required
+        .map(|r| r.iter().map(|c| c.id.as_str()).collect());
+    let mut checks: HashMap<&str, CheckTally> = claim
+        .required_checks
         .iter()
         .flatten()
-        .map(|id| (*id, CheckTally::default()))
+        .map(|c| {
+            let tally = CheckTally {
+                waves: c.waves.clone(),
+                ..CheckTally::default()
+            };
+            (c.id.as_str(), tally)
+        })
         .collect();
     let mut covered: HashSet<&str> = HashSet::new();
     let mut satisfied: HashSet<&str> = HashSet::new();
@@ -237,6 +244,9 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
                     Some(Wave::After) => t.after.push(i),
                     _ => {}
                 }
+                if let Some(w) = e.wave {
+                    t.seen.insert(w.as_str());
+                }
             }
         }
         findings.push(Finding {
@@ -298,7 +308,9 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
     for id in required.iter().flatten() {
         let t = &checks[id];
         let name = format!("check:{id}");
-        if (t.items == 0 || t.failed.is_some()) && !unmet.contains(&name) {
+        if (t.items == 0 || t.failed.is_some() || t.missing_wave().is_some())
+            && !unmet.contains(&name)
+        {
             unmet.push(name);
         }
     }
@@ -373,6 +385,10 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
 /// What the decision saw of one required check.
 #[derive(Default)]
 struct CheckTally {
+    /// The waves the gate observed the check in: each needs a satisfying item.
+    waves: Vec<Wave>,
+    /// The waves a satisfying item was seen in.
+    seen: HashSet<&'static str>,
     /// Items of the check (authenticated, independent, with its `check_id`).
     items: usize,
     /// The first item that did not satisfy.
@@ -380,6 +396,16 @@ struct CheckTally {
     /// Satisfying items observed before / after the commands.
     before: Vec<usize>,
     after: Vec<usize>,
+}
+
+impl CheckTally {
+    /// A wave the check was observed in that has no satisfying item.
+    fn missing_wave(&self) -> Option<Wave> {
+        self.waves
+            .iter()
+            .copied()
+            .find(|w| !self.seen.contains(w.as_str()))
+    }
 }
 
 /// `check "zip" (state_readback accounts/4471)` or `evidence[3]`, for reasons.
@@ -423,7 +449,13 @@ fn first_cause(
         return "nothing was decided".into();
     };
     if let Some(id) = first.strip_prefix("check:") {
-        return format!("check {id:?} of the contract was not observed (no evidence of it)");
+        return match checks.get(id).and_then(CheckTally::missing_wave) {
+            Some(w) if checks[id].items > 0 => format!(
+                "check {id:?} of the contract has no authenticated observation from the {} wave",
+                w.as_str()
+            ),
+            _ => format!("check {id:?} of the contract was not observed (no evidence of it)"),
+        };
     }
     if first == "mutations" {
         return "the claim lists no mutations, so nothing ties it to a change in the world".into();

@@ -94,3 +94,50 @@ vec("invalid-mutation-time-leap-second", "Leap seconds are refused.",
     lambda d: d["mutations"][0].update(at="2026-08-27T23:59:60Z"), {"invalid": "mutations[0].at"})
 vec("invalid-covers-second-entry", "The exact covers entry is named.",
     lambda d: ev(d).update(covers=["m1", "m2"]), {"invalid": "evidence[0].covers[1]"})
+
+# The gate's extension: `required_checks` (docs/gate.md, "Checks are requirements").
+def gate_item(check, wave, observed, covers=("m1",), at="2026-08-27T18:04:09Z", expected=None):
+    return {"check_type": "state_readback", "target": "accounts/4471",
+            "expected": expected or {"billing_zip": "94107"}, "observed_value": observed,
+            "at": at, "covers": list(covers), "verifier": {"id": "evident/0.1.0", "kind": "independent"},
+            "check_id": check, "wave": wave}
+def required(*checks):
+    return [{"id": c, "waves": list(w)} for c, w in checks]
+zip_ok = {"billing_zip": "94107"}
+vec("required-check-every-item-must-satisfy", "A required check's failing item is not outvoted by its passing sibling.",
+    lambda d: d.update(required_checks=required(("zip", ["before", "after"])),
+                       evidence=[gate_item("zip", "before", zip_ok),
+                                 dict(gate_item("zip", "after", None), observation_error="timed out")]),
+    {"state": "unverified", "unmet": ["check:zip"]})
+vec("required-check-needs-each-wave", "A required check observed before and after the commands needs a satisfying item from each wave.",
+    lambda d: d.update(required_checks=required(("zip", ["before", "after"])),
+                       evidence=[gate_item("zip", "before", zip_ok)]),
+    {"state": "unverified", "unmet": ["check:zip"]})
+vec("required-check-both-waves-verify", "Both waves satisfied: verified.",
+    lambda d: d.update(required_checks=required(("zip", ["before", "after"])),
+                       evidence=[gate_item("zip", "before", zip_ok), gate_item("zip", "after", zip_ok)]),
+    ok)
+vec("required-check-never-observed", "A required check with no item leaves the claim unverified, even when every mutation is covered.",
+    lambda d: d.update(required_checks=required(("zip", ["before"]), ("tests", ["command"])),
+                       evidence=[gate_item("zip", "before", zip_ok)]),
+    {"state": "unverified", "unmet": ["check:tests"]})
+vec("required-check-task-level-covers-nothing", "A task-level check (covers []) satisfies its requirement and the policy's type but covers no mutation.",
+    lambda d: d.update(required_checks=required(("zip", ["before"])),
+                       evidence=[gate_item("zip", "before", zip_ok, covers=())]),
+    {"state": "unverified", "unmet": ["mutation:m1"]})
+vec("required-checks-ignore-other-evidence", "With required_checks, evidence of no required check counts for nothing, however independent.",
+    lambda d: d.update(required_checks=required(("zip", ["before"])),
+                       evidence=[base["evidence"][0], gate_item("zip", "before", zip_ok, covers=())]),
+    {"state": "unverified", "unmet": ["mutation:m1"]})
+vec("required-check-contradiction-after-refutes", "A readback satisfied before the commands and contradicted after them refutes.",
+    lambda d: d.update(required_checks=required(("zip", ["before", "after"])),
+                       evidence=[gate_item("zip", "before", zip_ok), gate_item("zip", "after", {"billing_zip": "00000"})]),
+    refuted)
+vec("required-check-named-key-changed", "Both waves satisfy an endpoint's body_contains, but the named key differs: the state changed while the gate ran.",
+    lambda d: d.update(policy={"id": "default", "requires": [], "max_age_s": 300},
+                       required_checks=required(("api", ["before", "after"])),
+                       evidence=[dict(gate_item("api", "before", {"body_contains": "v2.4.1"}, expected={"body_contains": "2.4"}), check_type="endpoint_health"),
+                                 dict(gate_item("api", "after", {"body_contains": "v2.4.9"}, expected={"body_contains": "2.4"}), check_type="endpoint_health")]),
+    {"state": "unverified", "unmet": ["check:api"]})
+vec("invalid-required-check-unknown-wave", "A wave is before, command or after.",
+    lambda d: d.update(required_checks=[{"id": "zip", "waves": ["during"]}]), {"invalid": "required_checks[0].waves[0]"})

@@ -4,6 +4,7 @@
 pub mod adapt;
 pub mod audit;
 pub mod belief;
+pub mod contract;
 pub mod eval;
 pub mod gate;
 pub mod key;
