@@ -550,7 +550,7 @@ pub struct ObjectCase {
 /// Reads an object-form case line. Messages have no `PATH:LINE: ` prefix.
 pub fn parse_object_case(line: &[u8]) -> Result<ObjectCase, String> {
     let v = crate::pyjson::parse_strict(line).map_err(|e| format!("invalid JSON: {e}"))?;
-    let Value::Object(o) = v else {
+    let Value::Object(mut o) = v else {
         return Err("Each case must be an object.".into());
     };
     let case_id = match o.get("case_id") {
@@ -565,14 +565,14 @@ pub fn parse_object_case(line: &[u8]) -> Result<ObjectCase, String> {
         o.get("requirements").unwrap_or(&Value::Null),
         "requirements",
     )?;
-    let events: &[Value] = match o.get("events") {
-        None => &[],
+    let events = match o.remove("events") {
+        None => Vec::new(),
         Some(Value::Array(a)) => a,
         Some(_) => return Err("'events' must be a list.".into()),
     };
     let mut calls = Vec::with_capacity(events.len());
-    for (i, e) in events.iter().enumerate() {
-        let Value::Object(e) = e else {
+    for (i, e) in events.into_iter().enumerate() {
+        let Value::Object(mut e) = e else {
             return Err(format!("events[{i}]: Each event must be an object."));
         };
         let action = match e.get("action") {
@@ -591,14 +591,14 @@ pub fn parse_object_case(line: &[u8]) -> Result<ObjectCase, String> {
                 ));
             }
         };
-        let evidence = match e.get("evidence") {
+        let evidence = match e.remove("evidence") {
             None => Map::new(),
-            Some(Value::Object(m)) => m.clone(),
+            Some(Value::Object(m)) => m,
             Some(_) => return Err(format!("events[{i}]: 'evidence' must be an object.")),
         };
-        let arguments = match e.get("arguments") {
+        let arguments = match e.remove("arguments") {
             None => None,
-            Some(Value::Object(m)) => Some(m.clone()),
+            Some(Value::Object(m)) => Some(m),
             Some(_) => return Err(format!("events[{i}]: 'arguments' must be an object.")),
         };
         let unfinished = match e.get("unfinished") {

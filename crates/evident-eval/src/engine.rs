@@ -571,22 +571,28 @@ fn render_object_case(
     mode: Mode,
     hasher: &RandomState,
 ) {
-    let (e, v) =
-        crate::constrain::evaluation(&oc.case_id, &oc.spec, &oc.calls, oc.completion_claimed);
+    use crate::constrain::{evaluate_spec, evaluation};
+    if matches!(mode, Mode::Json | Mode::Jsonl) {
+        let (e, v) = evaluation(&oc.case_id, &oc.spec, &oc.calls, oc.completion_claimed);
+        done.metrics
+            .add_parts(v.status, oc.completion_claimed, v.recovered, v.regressed);
+        if mode == Mode::Json {
+            done.out.extend_from_slice(b",\n");
+        }
+        write_evaluation_json(&mut done.out, &e, mode == Mode::Json);
+        if mode == Mode::Jsonl {
+            done.out.push(b'\n');
+        }
+        return;
+    }
+    // Plain and metrics print no reasons, so none are built.
+    let v = evaluate_spec(&oc.spec, &oc.calls);
     done.metrics
         .add_parts(v.status, oc.completion_claimed, v.recovered, v.regressed);
     match mode {
         Mode::Plain => write_plain_line(&mut done.out, &oc.case_id, v.status),
-        Mode::Json => {
-            done.out.extend_from_slice(b",\n");
-            write_evaluation_json(&mut done.out, &e, true);
-        }
-        Mode::Jsonl => {
-            write_evaluation_json(&mut done.out, &e, false);
-            done.out.push(b'\n');
-        }
         Mode::Metrics => done.hashes.push(hasher.hash_one(&*oc.case_id)),
-        Mode::ParseOnly => {}
+        _ => {}
     }
 }
 

@@ -415,22 +415,6 @@ impl<'a> Reader<'a> {
         let mut object_keys = [false; 3];
         self.object(|r, k| {
             match &*k {
-                key @ ("arguments" | "evidence" | "count") => {
-                    let j = match key {
-                        "arguments" => 0,
-                        "evidence" => 1,
-                        _ => 2,
-                    };
-                    if object_keys[j] {
-                        b.dup.get_or_insert(match j {
-                            0 => "arguments",
-                            1 => "evidence",
-                            _ => "count",
-                        });
-                    }
-                    object_keys[j] = true;
-                    r.skip_value(2)?;
-                }
                 "action" => {
                     if action.is_some() {
                         b.dup.get_or_insert("action");
@@ -460,6 +444,22 @@ impl<'a> Reader<'a> {
                             format!("requirements[{i}]: 'evidence_fields' must be a list of non-empty strings.")
                         }));
                     }
+                }
+                key @ ("arguments" | "evidence" | "count") => {
+                    let j = match key {
+                        "arguments" => 0,
+                        "evidence" => 1,
+                        _ => 2,
+                    };
+                    if object_keys[j] {
+                        b.dup.get_or_insert(match j {
+                            0 => "arguments",
+                            1 => "evidence",
+                            _ => "count",
+                        });
+                    }
+                    object_keys[j] = true;
+                    r.skip_value(2)?;
                 }
                 _ => {
                     r.skip_value(2)?;

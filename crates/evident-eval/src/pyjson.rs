@@ -21,24 +21,82 @@ use crate::text::{py_float_repr, write_json_str};
 /// Parses JSON text strictly: valid UTF-8, no duplicate keys at any depth.
 pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    DupCheck { path: "$".into() }
-        .deserialize(&mut de)
-        .map_err(|e| e.to_string())?;
+    DupCheck {
+        parent: None,
+        seg: Seg::Root,
+    }
+    .deserialize(&mut de)
+    .map_err(|e| e.to_string())?;
     serde_json::from_slice(bytes).map_err(|e| e.to_string())
 }
 
-struct DupCheck {
-    path: String,
+/// One step of the JSON path, kept borrowed: the path text is built only for an error
+/// (building it for every value cost more than the rest of the check).
+enum Seg<'p> {
+    Root,
+    Index(usize),
+    Key(&'p str),
 }
 
-impl<'de> DeserializeSeed<'de> for DupCheck {
+struct DupCheck<'p> {
+    parent: Option<&'p DupCheck<'p>>,
+    seg: Seg<'p>,
+}
+
+impl DupCheck<'_> {
+    /// `$`, `$.a.b[2]`, as before.
+    fn path(&self) -> String {
+        let mut segs = Vec::new();
+        let mut cur = Some(self);
+        while let Some(c) = cur {
+            segs.push(&c.seg);
+            cur = c.parent;
+        }
+        let mut out = String::new();
+        for s in segs.into_iter().rev() {
+            match s {
+                Seg::Root => out.push('$'),
+                Seg::Index(i) => out.push_str(&format!("[{i}]")),
+                Seg::Key(k) => {
+                    out.push('.');
+                    out.push_str(k);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A map key, borrowed from the input when it has no escapes.
+struct BorrowedKey<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for BorrowedKey<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = BorrowedKey<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(BorrowedKey(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(BorrowedKey(std::borrow::Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for DupCheck<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for DupCheck {
+impl<'de> Visitor<'de> for DupCheck<'_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
@@ -65,7 +123,8 @@ impl<'de> Visitor<'de> for DupCheck {
         let mut i = 0usize;
         while seq
             .next_element_seed(DupCheck {
-                path: format!("{}[{i}]", self.path),
+                parent: Some(&self),
+                seg: Seg::Index(i),
             })?
             .is_some()
         {
@@ -74,21 +133,36 @@ impl<'de> Visitor<'de> for DupCheck {
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen: HashSet<String> = HashSet::new();
-        while let Some(k) = map.next_key::<String>()? {
+        // Small objects are searched linearly; large ones get a set.
+        let mut seen: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+        let mut big: Option<HashSet<std::borrow::Cow<'de, str>>> = None;
+        while let Some(BorrowedKey(k)) = map.next_key::<BorrowedKey<'de>>()? {
             // serde_json's arbitrary_precision carries numbers as a one-key map.
             if k == "$serde_json::private::Number" {
                 map.next_value::<de::IgnoredAny>()?;
                 continue;
             }
-            let child = format!("{}.{}", self.path, k);
-            if !seen.insert(k.clone()) {
+            let repeated = match &mut big {
+                Some(set) => !set.insert(k.clone()),
+                None if seen.contains(&k) => true,
+                None => {
+                    seen.push(k.clone());
+                    if seen.len() > 32 {
+                        big = Some(seen.drain(..).collect());
+                    }
+                    false
+                }
+            };
+            if repeated {
                 return Err(de::Error::custom(format_args!(
                     "duplicate key '{k}' at {}",
-                    self.path
+                    self.path()
                 )));
             }
-            map.next_value_seed(DupCheck { path: child })?;
+            map.next_value_seed(DupCheck {
+                parent: Some(&self),
+                seg: Seg::Key(&k),
+            })?;
         }
         Ok(())
     }
@@ -213,6 +287,15 @@ mod tests {
         let e = parse_strict(br#"{"a":[{"b":1,"b":2}]}"#).unwrap_err();
         assert!(e.contains("duplicate key 'b' at $.a[0]"), "{e}");
         assert!(parse_strict(br#"{"a":1,"b":{"a":2}}"#).is_ok());
+        // Past 32 keys the check switches to a set: still exact, escapes decoded.
+        let many: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
+        let obj = format!("{{\"x\":{{{}}}}}", many.join(","));
+        assert!(parse_strict(obj.as_bytes()).is_ok());
+        let dup = format!("{{\"x\":{{{},\"k\\u0033\":0}}}}", many.join(","));
+        let e = parse_strict(dup.as_bytes()).unwrap_err();
+        assert!(e.contains("duplicate key 'k3' at $.x"), "{e}");
+        let e = parse_strict(br#"[{"a":{"b\u0020":1,"b ":2}}]"#).unwrap_err();
+        assert!(e.contains("duplicate key 'b ' at $[0].a"), "{e}");
     }
 
     #[test]
