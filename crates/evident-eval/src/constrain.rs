@@ -867,6 +867,18 @@ mod tests {
             r[0].contains("id: expected 1, observed 2") && r[1].contains("events[0]"),
             "{r:?}"
         );
+        // A success overridden by a later failure still happened: with the
+        // requirement proven by a retry, it is an extra write (fail closed).
+        let (st, r) = run(
+            &s,
+            &[
+                book(1),
+                call("book", false, json!({"id": 1}), json!({})),
+                book(1),
+            ],
+        );
+        assert_eq!(st, Status::Failed);
+        assert!(r[1].contains("'book' (events[0])"), "{r:?}");
         // An unfinished write may have run.
         let mut c = call("cancel", false, json!({}), json!({}));
         c.unfinished = true;
