@@ -79,6 +79,34 @@ fn object_form_in_case_jsonl() {
 }
 
 #[test]
+fn both_readers_see_the_object_form_and_check_the_rest_of_the_line() {
+    use evident_eval::case::{parse_case, parse_case_serde_json};
+    let line = case(
+        json!({"requirements": [], "writes": ["a"]}),
+        json!([{"action": "a", "success": true}]),
+    )
+    .to_string();
+    let (a, b) = (
+        parse_case(line.as_bytes()).unwrap(),
+        parse_case_serde_json(line.as_bytes()).unwrap(),
+    );
+    assert!(a.object_form && b.object_form);
+    assert!(a.requirements.is_empty() && b.requirements.is_empty());
+    // The events are still checked by seed 001's rules, with its messages.
+    let bad = case(
+        json!({"requirements": []}),
+        json!([{"action": "a", "success": "yes"}]),
+    )
+    .to_string();
+    let want = "events[0]: Each event requires boolean 'success', not a string.";
+    assert_eq!(parse_case(bad.as_bytes()).unwrap_err(), want);
+    assert_eq!(parse_case_serde_json(bad.as_bytes()).unwrap_err(), want);
+    // An array of requirements is not the object form.
+    let list = case(json!([{"action": "a"}]), json!([])).to_string();
+    assert!(!parse_case(list.as_bytes()).unwrap().object_form);
+}
+
+#[test]
 fn object_form_errors_name_the_line_and_path() {
     let e = run(
         &case(
