@@ -450,3 +450,374 @@ fn postgres_ledger_through_the_cli() {
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v[0]["task_id"], json!("pg-task"));
 }
+
+/// A contract root the agent controls (contract, the file it checks, claims) and an
+/// owner's directory outside it (ledger, gate key, checkpoint file).
+struct Setup {
+    _tmp: tempfile::TempDir,
+    repo: PathBuf,
+    owner: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let owner = tmp.path().join("owner");
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::create_dir_all(&owner).unwrap();
+        std::fs::write(repo.join("f.txt"), "x").unwrap();
+        let contract = "[policy]\nrequires = [\"state_readback\"]\n[[check]]\nid = \"f\"\ncheck_type = \"state_readback\"\ncovers = { id = \"m1\" }\nsource = { file = { path = \"f.txt\" } }\nexpected = { exists = true }\n";
+        std::fs::write(repo.join("contract.toml"), contract).unwrap();
+        // The agent's own contract: nothing to check, and a policy that requires nothing.
+        std::fs::write(
+            repo.join("agent-contract.toml"),
+            "[policy]\nrequires = []\n[[check]]\nid = \"f\"\ncheck_type = \"state_readback\"\ncovers = { id = \"m1\" }\nsource = { file = { path = \"f.txt\" } }\nexpected = { exists = true }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            repo.join("claim.json"),
+            r#"{"spec_version": "0.1", "task": {"id": "t-sign"}, "mutations": [{"id": "m1", "kind": "state_write", "at": "2020-01-01T00:00:00Z"}]}"#,
+        )
+        .unwrap();
+        let out = evident()
+            .args(["key", "generate", "--id", "evident-gate", "--out"])
+            .arg(owner.join("gate.key"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        Setup {
+            _tmp: tmp,
+            repo,
+            owner,
+        }
+    }
+
+    fn ledger(&self) -> String {
+        self.owner.join("ledger.db").to_str().unwrap().to_string()
+    }
+
+    fn checkpoint(&self) -> PathBuf {
+        self.owner.join("checkpoints.jsonl")
+    }
+
+    /// The owner's gate: signed records, a checkpoint after each.
+    fn gate(&self) -> std::process::Output {
+        let out = evident()
+            .current_dir(&self.owner)
+            .arg("gate")
+            .arg(self.repo.join("contract.toml"))
+            .arg(self.repo.join("claim.json"))
+            .args(["--ledger", &self.ledger(), "--key"])
+            .arg(self.owner.join("gate.key"))
+            .arg("--checkpoint")
+            .arg(self.checkpoint())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        out
+    }
+
+    fn verify(&self, extra: &[&str]) -> std::process::Output {
+        evident()
+            .args(["ledger", "verify", "--ledger", &self.ledger(), "--trust"])
+            .arg(self.owner.join("gate.key.pub"))
+            .args(extra)
+            .output()
+            .unwrap()
+    }
+
+    fn verify_checkpoint(&self) -> std::process::Output {
+        let cp = self.checkpoint();
+        self.verify(&["--checkpoint", cp.to_str().unwrap()])
+    }
+}
+
+/// The attack of issue 11: the agent appends a well-chained "verified" record made
+/// with its own contract. The chain alone cannot tell; the gate's signature can.
+#[test]
+fn a_record_the_gate_did_not_sign_fails_ledger_verify_trust() {
+    let s = Setup::new();
+    s.gate();
+    s.gate();
+    // Honest twin: records the gate signed verify, checkpoints met.
+    let out = s.verify_checkpoint();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("every record signed by a trusted key, 2 checkpoints met"),
+        "{}",
+        stdout(&out)
+    );
+
+    // The agent, which can write the ledger, gates its own claim under its own contract.
+    let out = evident()
+        .current_dir(&s.repo)
+        .arg("gate")
+        .arg(s.repo.join("agent-contract.toml"))
+        .arg(s.repo.join("claim.json"))
+        .args(["--ledger", &s.ledger()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let chain_only = evident()
+        .args(["ledger", "verify", "--ledger", &s.ledger()])
+        .output()
+        .unwrap();
+    assert_eq!(chain_only.status.code(), Some(0), "the chain alone says OK");
+
+    let out = s.verify(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("BROKEN at record 3"), "{text}");
+    assert!(text.contains("not signed"), "{text}");
+
+    // Signed with a key of its own under the gate's id: still refused.
+    let agent_key = s.repo.join("agent.key");
+    let out = evident()
+        .args(["key", "generate", "--id", "evident-gate", "--out"])
+        .arg(&agent_key)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s2 = Setup::new();
+    s2.gate();
+    let out = evident()
+        .arg("verify")
+        .arg(s2.repo.join("claim.json"))
+        .args(["--ledger", &s2.ledger(), "--key"])
+        .arg(&agent_key)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c != 2),
+        "{}",
+        stderr(&out)
+    );
+    let out = s2.verify(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("record 2"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("does not verify"), "{}", stdout(&out));
+
+    // `--json` says the same, and a signed `verify` record of the owner's key passes.
+    let out = s.verify(&["--json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["ok"], json!(false));
+    assert_eq!(v["broken"]["id"], json!(3));
+}
+
+/// Honest twin across the other paths: `verify --key` records and an export verify
+/// under the trust list; `show --json` carries the signature.
+#[test]
+fn signed_records_verify_from_the_store_and_from_an_export() {
+    let s = Setup::new();
+    s.gate();
+    let out = evident()
+        .arg("verify")
+        .arg(s.repo.join("claim.json"))
+        .args(["--ledger", &s.ledger(), "--key"])
+        .arg(s.owner.join("gate.key"))
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&out).contains("signed by evident-gate"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.verify(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let export = s.owner.join("export.jsonl");
+    let out = evident()
+        .args(["ledger", "export", "--ledger", &s.ledger(), "--out"])
+        .arg(&export)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let out = evident()
+        .args(["ledger", "verify", "--export"])
+        .arg(&export)
+        .arg("--trust")
+        .arg(s.owner.join("gate.key.pub"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = evident()
+        .args(["show", "2", "--json", "--ledger", &s.ledger()])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["signature"]["verifier"], json!("evident-gate"));
+    // An export whose signature was removed fails under the trust list.
+    let text = std::fs::read_to_string(&export).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[1].as_object_mut().unwrap().remove("signature");
+    let stripped = s.owner.join("stripped.jsonl");
+    std::fs::write(
+        &stripped,
+        lines
+            .iter()
+            .map(|l| evident_ledger::canonical_json(l) + "\n")
+            .collect::<String>(),
+    )
+    .unwrap();
+    let out = evident()
+        .args(["ledger", "verify", "--export"])
+        .arg(&stripped)
+        .arg("--trust")
+        .arg(s.owner.join("gate.key.pub"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("record 2"), "{}", stdout(&out));
+}
+
+fn sqlite(db: &str, sql: &str) {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()",
+            db,
+            sql,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Copy a SQLite ledger (and its WAL files, when present) from `from` to `to`.
+fn copy_db(from: &str, to: &str) {
+    for ext in ["", "-wal", "-shm"] {
+        let (f, t) = (format!("{from}{ext}"), format!("{to}{ext}"));
+        let _ = std::fs::remove_file(&t);
+        if Path::new(&f).exists() {
+            std::fs::copy(&f, &t).unwrap();
+        }
+    }
+}
+
+/// Deleting the newest record keeps every remaining signature valid; the signed
+/// checkpoint (kept outside the agent's reach) is what notices.
+#[test]
+fn a_truncated_tail_fails_against_the_checkpoint() {
+    if std::process::Command::new("python3")
+        .args(["-c", "import sqlite3"])
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        println!("skipped: python3 with sqlite3 is needed to edit the ledger");
+        return;
+    }
+    let s = Setup::new();
+    for _ in 0..3 {
+        s.gate();
+    }
+    assert_eq!(s.verify_checkpoint().status.code(), Some(0));
+    sqlite(&s.ledger(), "DELETE FROM records WHERE id = 3");
+    let out = s.verify(&[]);
+    assert_eq!(out.status.code(), Some(0), "signatures alone cannot tell");
+    let out = s.verify_checkpoint();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("record 3 is missing"), "{text}");
+    assert!(text.contains("truncated"), "{text}");
+    assert!(text.contains("held 3 records"), "{text}");
+}
+
+/// An older copy of the ledger put back (every record in it genuinely signed) fails
+/// against the checkpoint; so does a forged line in the checkpoint file.
+#[test]
+fn a_restored_older_copy_fails_against_the_checkpoint() {
+    let s = Setup::new();
+    s.gate();
+    let saved = s.owner.join("saved.db");
+    copy_db(&s.ledger(), saved.to_str().unwrap());
+    s.gate();
+    s.gate();
+    assert_eq!(s.verify_checkpoint().status.code(), Some(0));
+    copy_db(saved.to_str().unwrap(), &s.ledger());
+    let out = s.verify(&[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the old copy is a valid signed chain"
+    );
+    let out = s.verify_checkpoint();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("record 2 is missing"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("older copy"), "{}", stdout(&out));
+
+    // Editing the checkpoint file to match the old copy breaks its signature.
+    let text = std::fs::read_to_string(s.checkpoint()).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    let mut forged: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    forged["records"] = json!(1);
+    std::fs::write(s.checkpoint(), format!("{first}\n{forged}\n")).unwrap();
+    let out = s.verify_checkpoint();
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains(":2:"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("signature does not verify"),
+        "{}",
+        stderr(&out)
+    );
+    // Keeping only the first line (a rolled-back checkpoint file) passes: the file
+    // must be kept where the agent cannot write (docs/ledger.md).
+    std::fs::write(s.checkpoint(), format!("{first}\n")).unwrap();
+    assert_eq!(s.verify_checkpoint().status.code(), Some(0));
+}
+
+/// The gate warns when its ledger (here the default `.evident/ledger.db` of a gate run
+/// from the repository) lies inside the contract root; not when it lies outside.
+#[test]
+fn the_gate_warns_about_a_ledger_inside_the_contract_root() {
+    let s = Setup::new();
+    let out = evident()
+        .current_dir(&s.repo)
+        .args(["gate", "contract.toml", "claim.json", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(s.repo.join(".evident/ledger.db").exists());
+    let err = stderr(&out);
+    assert!(err.contains("warning: the ledger"), "{err}");
+    assert!(err.contains("inside the contract root"), "{err}");
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let warnings = v["verdict"]["warnings"].to_string();
+    assert!(warnings.contains("inside the contract root"), "{warnings}");
+
+    // A key inside the root is named too.
+    let inside_key = s.repo.join("gate.key");
+    std::fs::copy(s.owner.join("gate.key"), &inside_key).unwrap();
+    let out = evident()
+        .current_dir(&s.owner)
+        .arg("gate")
+        .arg(s.repo.join("contract.toml"))
+        .arg(s.repo.join("claim.json"))
+        .args(["--ledger", &s.ledger(), "--key"])
+        .arg(&inside_key)
+        .output()
+        .unwrap();
+    assert!(stderr(&out).contains("signing key"), "{}", stderr(&out));
+
+    // Twin: ledger, key and checkpoint outside the root: no placement warning.
+    let out = s.gate();
+    assert!(!stderr(&out).contains("warning:"), "{}", stderr(&out));
+}

@@ -25,6 +25,7 @@
 //! # Ok::<(), evident_ledger::Error>(())
 //! ```
 
+pub mod attest;
 pub mod canon;
 pub mod record;
 pub mod redact;
@@ -38,9 +39,10 @@ use std::str::FromStr as _;
 use sqlx::postgres::PgConnectOptions;
 use tokio::sync::Mutex;
 
+pub use attest::{Checkpoint, CheckpointError, Expectations, RecordSignature};
 pub use canon::{CanonError, canonical_json, canonical_json_rfc8785};
-pub use record::{Break, GENESIS, NewEntry, Record, Summary, format_time};
-pub use redact::{redact_dsn, redact_value};
+pub use record::{Break, GENESIS, NewEntry, Record, Summary, VerifyOptions, format_time};
+pub use redact::{redact_dsn, redact_in_place, redact_value};
 pub use sign::{
     AuthError, Key, KeyError, PAYLOAD_TYPE, SignError, TrustError, TrustList, TrustedVerifier,
     attach_signature, authenticate, sign_evidence,
@@ -149,6 +151,16 @@ pub fn open_existing(location: Option<&str>) -> Result<Ledger> {
 /// The location `open(None)` uses, with any password hidden (for messages).
 pub fn default_location_shown() -> String {
     redact_dsn(&resolve(None))
+}
+
+/// The SQLite file a location names (after `$EVIDENT_LEDGER` and the default), or
+/// `None` for PostgreSQL or a location that does not parse. For checking where a
+/// ledger lies.
+pub fn sqlite_path(location: Option<&str>) -> Option<PathBuf> {
+    match parse_location(&resolve(location)) {
+        Ok((Location::Sqlite(path), _)) => Some(path),
+        _ => None,
+    }
 }
 
 fn resolve(location: Option<&str>) -> String {
@@ -406,11 +418,19 @@ impl Ledger {
     /// Append one decision. Secrets are removed from the documents first; the record
     /// is chained to the current head under the store's write lock.
     pub fn append(&self, entry: NewEntry) -> Result<Record> {
+        self.append_signed(entry, None)
+    }
+
+    /// [`Ledger::append`], and with a key, the record's hash signed by it (see
+    /// [`attest`]). A ledger whose table predates signatures and that this connection
+    /// may not alter refuses a signed append (the error says how to add the column).
+    pub fn append_signed(&self, entry: NewEntry, key: Option<&sign::Key>) -> Result<Record> {
         let prepared = Prepared::new(entry);
         let pause = self.pause_before_commit;
         let what = format!("cannot append a {} record", prepared.kind());
+        let key = key.cloned();
         self.with_conn(&what, move |c| {
-            Box::pin(async move { c.append(&prepared, pause).await })
+            Box::pin(async move { c.append(prepared, key.as_ref(), pause).await })
         })
     }
 
@@ -505,7 +525,7 @@ impl Ledger {
     }
 
     fn to_record(&self, row: &Row) -> Result<Record> {
-        Record::from_body(&row.body, &row.hash).map_err(|message| Error {
+        Record::from_body(&row.body, &row.hash, row.signature.as_deref()).map_err(|message| Error {
             kind: ErrorKind::Corrupt,
             location: self.shown.clone(),
             message: format!("record {}: {message}", row.id),
@@ -519,12 +539,21 @@ impl Ledger {
 
     /// [`Ledger::verify`]; `deep` also checks that every body is in canonical form.
     pub fn verify_with(&self, deep: bool) -> Result<VerifyReport> {
+        self.verify_opts(VerifyOptions {
+            deep,
+            ..VerifyOptions::default()
+        })
+    }
+
+    /// [`Ledger::verify`] with every check of [`VerifyOptions`]: canonical form, record
+    /// signatures by a trust list, heads that signed checkpoints name.
+    pub fn verify_opts(&self, options: VerifyOptions) -> Result<VerifyReport> {
         // Fetching and checking overlap: this thread reads batches from the store while
         // a helper thread hashes and links the previous batch.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<record::PackedRow>>(2);
         std::thread::scope(|s| {
             let checker = s.spawn(move || {
-                let mut checker = ChainChecker::new(deep);
+                let mut checker = ChainChecker::new(options);
                 let mut broken = None;
                 'batches: for batch in rx {
                     for packed in batch {
@@ -534,11 +563,7 @@ impl Ledger {
                         }
                     }
                 }
-                VerifyReport {
-                    records: checker.checked,
-                    head: checker.head().map(|(i, h)| (i, h.to_string())),
-                    broken,
-                }
+                (checker, broken)
             });
             let mut after: i64 = 0;
             let mut failed = None;
@@ -560,14 +585,19 @@ impl Ledger {
                 }
             }
             drop(tx);
-            let report = match checker.join() {
+            let (checker, broken) = match checker.join() {
                 Ok(r) => r,
                 Err(panic) => std::panic::resume_unwind(panic),
             };
-            match failed {
-                Some(e) if report.broken.is_none() => Err(e),
-                _ => Ok(report),
+            if let (Some(e), None) = (failed, &broken) {
+                return Err(e);
             }
+            Ok(VerifyReport {
+                records: checker.checked,
+                head: checker.head().map(|(i, h)| (i, h.to_string())),
+                // Only a chain read to its end can be missing its tail.
+                broken: broken.or_else(|| checker.finish()),
+            })
         })
     }
 
@@ -615,7 +645,25 @@ impl Drop for Ledger {
 
 /// Check an exported JSONL ledger offline (what `evident ledger export` wrote).
 pub fn verify_export(reader: impl std::io::BufRead) -> std::io::Result<VerifyReport> {
-    let mut checker = ChainChecker::new(true);
+    verify_export_opts(
+        reader,
+        VerifyOptions {
+            deep: true,
+            ..VerifyOptions::default()
+        },
+    )
+}
+
+/// [`verify_export`] with the checks of [`VerifyOptions`] (an export is always checked
+/// deep: its lines are re-canonicalized anyway).
+pub fn verify_export_opts(
+    reader: impl std::io::BufRead,
+    options: VerifyOptions,
+) -> std::io::Result<VerifyReport> {
+    let mut checker = ChainChecker::new(VerifyOptions {
+        deep: true,
+        ..options
+    });
     for (n, line) in reader.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
@@ -639,9 +687,10 @@ pub fn verify_export(reader: impl std::io::BufRead) -> std::io::Result<VerifyRep
         };
         let fields = v.as_object_mut().map(|m| {
             let hash = m.shift_remove("hash");
-            (hash, m.clone())
+            let signature = m.shift_remove("signature");
+            (hash, signature, std::mem::take(m))
         });
-        let Some((Some(serde_json::Value::String(hash)), body)) = fields else {
+        let Some((Some(serde_json::Value::String(hash)), signature, body)) = fields else {
             let mut r = broken(format!("line {}: not a record with a `hash`", n + 1));
             r.records = checker.checked;
             return Ok(r);
@@ -666,6 +715,7 @@ pub fn verify_export(reader: impl std::io::BufRead) -> std::io::Result<VerifyRep
             prev_hash: s("prev_hash"),
             hash,
             body: canonical_json(&body_v),
+            signature: signature.as_ref().map(canonical_json),
         };
         if let Err(b) = checker.check(&row) {
             return Ok(VerifyReport {
@@ -678,7 +728,7 @@ pub fn verify_export(reader: impl std::io::BufRead) -> std::io::Result<VerifyRep
     Ok(VerifyReport {
         records: checker.checked,
         head: checker.head().map(|(i, h)| (i, h.to_string())),
-        broken: None,
+        broken: checker.finish(),
     })
 }
 

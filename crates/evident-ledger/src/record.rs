@@ -15,7 +15,8 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 
 use crate::canon::canonical_json;
-use crate::redact::{redact_text, redact_value};
+use crate::redact::{redact_in_place, redact_text};
+use crate::sign::{Key, TrustList};
 
 /// The `prev_hash` of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -66,6 +67,9 @@ pub struct Record {
     pub prev_hash: String,
     /// Hex SHA-256 of this record's body (all the fields above).
     pub hash: String,
+    /// The writer's signature over `hash` ([`crate::attest::RecordSignature`] as JSON),
+    /// when it had a key. Stored beside the body, not in it.
+    pub signature: Option<Value>,
 }
 
 impl Record {
@@ -75,12 +79,15 @@ impl Record {
         let mut v = body_value(self);
         if let Value::Object(m) = &mut v {
             m.insert("hash".into(), Value::String(self.hash.clone()));
+            if let Some(sig) = &self.signature {
+                m.insert("signature".into(), sig.clone());
+            }
         }
         v
     }
 
-    /// Parse a stored body (and its stored hash) back into a record.
-    pub fn from_body(body: &str, hash: &str) -> Result<Record, String> {
+    /// Parse a stored body (and its stored hash and signature) back into a record.
+    pub fn from_body(body: &str, hash: &str, signature: Option<&str>) -> Result<Record, String> {
         let full: FullBody =
             serde_json::from_str(body).map_err(|e| format!("body is not a record: {e}"))?;
         Ok(Record {
@@ -96,6 +103,8 @@ impl Record {
             verdict: full.verdict,
             prev_hash: full.prev_hash,
             hash: hash.to_string(),
+            signature: signature
+                .map(|t| serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_string()))),
         })
     }
 }
@@ -216,6 +225,8 @@ pub(crate) struct Prepared {
     claim_digest: String,
     contract_digest: Option<String>,
     /// Canonical JSON of the three documents, computed once outside the write lock.
+    /// The claim's text is the start of the body: the rest is written after it in
+    /// place, so a large claim is held as text once, not twice.
     claim_text: String,
     contract_text: Option<String>,
     verdict_text: String,
@@ -223,17 +234,34 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     pub(crate) fn new(entry: NewEntry) -> Prepared {
-        let claim = redact_value(&entry.claim);
-        let contract = entry.contract.as_ref().map(redact_value);
-        let verdict = redact_value(&entry.verdict);
-        let claim_text = canonical_json(&claim);
+        // Redacted in place: a large document is not copied.
+        let NewEntry {
+            kind,
+            task_id,
+            state,
+            mut claim,
+            mut contract,
+            mut verdict,
+        } = entry;
+        redact_in_place(&mut claim);
+        if let Some(c) = &mut contract {
+            redact_in_place(c);
+        }
+        redact_in_place(&mut verdict);
+        const PREFIX: &str = "{\"claim\":";
         let contract_text = contract.as_ref().map(canonical_json);
         let verdict_text = canonical_json(&verdict);
+        let mut claim_text = canonical_json(&claim);
+        let claim_digest = digest(&claim_text);
+        // Room for everything the body adds (a large block grows in place).
+        claim_text.reserve(
+            PREFIX.len() + contract_text.as_ref().map_or(4, String::len) + verdict_text.len() + 600,
+        );
         Prepared {
-            kind: redact_text(&entry.kind),
-            task_id: entry.task_id.as_deref().map(redact_text),
-            state: redact_text(&entry.state),
-            claim_digest: digest(&claim_text),
+            kind: redact_text(&kind),
+            task_id: task_id.as_deref().map(redact_text),
+            state: redact_text(&state),
+            claim_digest,
             contract_digest: contract_text.as_deref().map(digest),
             claim,
             contract,
@@ -248,67 +276,112 @@ impl Prepared {
         &self.kind
     }
 
-    /// The record that follows `prev` (`None` for the first), appended at `now`.
-    /// Returns the record and its body text.
-    pub(crate) fn chain(&self, prev: Option<(u64, &str)>, now: OffsetDateTime) -> (Record, String) {
+    /// The record that follows `prev` (`None` for the first), appended at `now`, signed
+    /// with `key` when given. Returns the record, its body text and its signature text.
+    pub(crate) fn chain(
+        self,
+        prev: Option<(u64, &str)>,
+        now: OffsetDateTime,
+        key: Option<&Key>,
+    ) -> (Record, String, Option<String>) {
         let (id, prev_hash) = match prev {
             Some((id, hash)) => (id + 1, hash.to_string()),
             None => (1, GENESIS.to_string()),
         };
         let time = format_time(now);
-        let body = self.body(id, &time, &prev_hash);
+        let Prepared {
+            kind,
+            task_id,
+            state,
+            claim,
+            contract,
+            verdict,
+            claim_digest,
+            contract_digest,
+            claim_text,
+            contract_text,
+            verdict_text,
+        } = self;
+        let parts = BodyParts {
+            claim_digest: &claim_digest,
+            contract_text: contract_text.as_deref(),
+            contract_digest: contract_digest.as_deref(),
+            id,
+            kind: &kind,
+            prev_hash: &prev_hash,
+            state: &state,
+            task_id: task_id.as_deref(),
+            time: &time,
+            verdict_text: &verdict_text,
+        };
+        let body = parts.write(claim_text);
+        let hash = hash_body(&body);
+        let signature = key.map(|k| crate::attest::RecordSignature::sign(&hash, k));
         let record = Record {
             id,
             time,
-            kind: self.kind.clone(),
-            task_id: self.task_id.clone(),
-            state: self.state.clone(),
-            claim_digest: self.claim_digest.clone(),
-            contract_digest: self.contract_digest.clone(),
-            claim: self.claim.clone(),
-            contract: self.contract.clone(),
-            verdict: self.verdict.clone(),
+            kind,
+            task_id,
+            state,
+            claim_digest,
+            contract_digest,
+            claim,
+            contract,
+            verdict,
             prev_hash,
-            hash: hash_body(&body),
+            hash,
+            signature: signature
+                .as_ref()
+                .and_then(|s| serde_json::to_value(s).ok()),
         };
-        (record, body)
+        (record, body, signature.map(|s| s.to_text()))
     }
+}
 
-    /// The canonical JSON of the record body, assembled from the precomputed parts in
-    /// RFC 8785 key order (equal to `canonical_json(body_value(..))`; tested).
-    fn body(&self, id: u64, time: &str, prev_hash: &str) -> String {
+/// Everything of a body but the claim.
+struct BodyParts<'a> {
+    claim_digest: &'a str,
+    contract_text: Option<&'a str>,
+    contract_digest: Option<&'a str>,
+    id: u64,
+    kind: &'a str,
+    prev_hash: &'a str,
+    state: &'a str,
+    task_id: Option<&'a str>,
+    time: &'a str,
+    verdict_text: &'a str,
+}
+
+impl BodyParts<'_> {
+    /// The canonical JSON of the record body, assembled around the claim's canonical
+    /// text in RFC 8785 key order (equal to `canonical_json(body_value(..))`; tested).
+    fn write(&self, claim_text: String) -> String {
         let s = |t: &str| canonical_json(&Value::String(t.to_string()));
         let opt = |t: Option<&str>| t.map_or_else(|| "null".to_string(), s);
-        let mut b = String::with_capacity(
-            self.claim_text.len()
-                + self.contract_text.as_ref().map_or(4, String::len)
-                + self.verdict_text.len()
-                + 400,
-        );
-        b.push_str("{\"claim\":");
-        b.push_str(&self.claim_text);
+        let mut b = claim_text;
+        b.insert_str(0, "{\"claim\":");
         b.push_str(",\"claim_digest\":");
-        b.push_str(&s(&self.claim_digest));
+        b.push_str(&s(self.claim_digest));
         b.push_str(",\"contract\":");
-        b.push_str(self.contract_text.as_deref().unwrap_or("null"));
+        b.push_str(self.contract_text.unwrap_or("null"));
         b.push_str(",\"contract_digest\":");
-        b.push_str(&opt(self.contract_digest.as_deref()));
+        b.push_str(&opt(self.contract_digest));
         b.push_str(",\"id\":");
-        b.push_str(&id.to_string());
+        b.push_str(&self.id.to_string());
         b.push_str(",\"kind\":");
-        b.push_str(&s(&self.kind));
+        b.push_str(&s(self.kind));
         b.push_str(",\"prev_hash\":");
-        b.push_str(&s(prev_hash));
+        b.push_str(&s(self.prev_hash));
         b.push_str(",\"state\":");
-        b.push_str(&s(&self.state));
+        b.push_str(&s(self.state));
         b.push_str(",\"task_id\":");
-        b.push_str(&opt(self.task_id.as_deref()));
+        b.push_str(&opt(self.task_id));
         b.push_str(",\"time\":");
-        b.push_str(&s(time));
+        b.push_str(&s(self.time));
         b.push_str(",\"v\":");
         b.push_str(&VERSION.to_string());
         b.push_str(",\"verdict\":");
-        b.push_str(&self.verdict_text);
+        b.push_str(self.verdict_text);
         b.push('}');
         b
     }
@@ -332,10 +405,12 @@ pub struct Row {
     pub prev_hash: String,
     pub hash: String,
     pub body: String,
+    /// The stored signature over `hash` (JSON text), if any.
+    pub signature: Option<String>,
 }
 
 /// A stored row with its indexed columns packed as a JSON array
-/// `[time, kind, task_id, state, prev_hash]`.
+/// `[time, kind, task_id, state, prev_hash, signature]`.
 #[derive(Debug, Clone)]
 pub(crate) struct PackedRow {
     pub id: i64,
@@ -346,9 +421,16 @@ pub(crate) struct PackedRow {
 
 impl PackedRow {
     pub(crate) fn unpack(self) -> Result<Row, Break> {
-        type Cols = (String, String, Option<String>, String, String);
-        let (time, kind, task_id, state, prev_hash): Cols = serde_json::from_str(&self.cols)
-            .map_err(|e| Break {
+        type Cols = (
+            String,
+            String,
+            Option<String>,
+            String,
+            String,
+            Option<String>,
+        );
+        let (time, kind, task_id, state, prev_hash, signature): Cols =
+            serde_json::from_str(&self.cols).map_err(|e| Break {
                 id: u64::try_from(self.id).unwrap_or(0),
                 reason: format!(
                     "record {}: its indexed columns cannot be read: {e}",
@@ -364,6 +446,7 @@ impl PackedRow {
             prev_hash,
             hash: self.hash,
             body: self.body,
+            signature,
         })
     }
 }
@@ -404,24 +487,53 @@ pub struct Break {
     pub reason: String,
 }
 
+/// What `ledger verify` checks beyond the chain itself.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// Also re-canonicalize each body (slower; catches a hand-written body whose hash
+    /// was recomputed but which evident would never have written).
+    pub deep: bool,
+    /// Every record must be signed by a key this list gives the verifier id its
+    /// signature names.
+    pub trust: Option<TrustList>,
+    /// Heads the chain must still hold (from signed checkpoints).
+    pub checkpoints: Option<crate::attest::Expectations>,
+}
+
 /// Walks a chain in id order, one row at a time.
 pub(crate) struct ChainChecker {
     expected_id: u64,
     prev_hash: String,
     pub(crate) checked: u64,
-    /// Also re-canonicalize each body (slower; catches a hand-written body whose hash
-    /// was recomputed but which evident would never have written).
-    pub(crate) deep: bool,
+    options: VerifyOptions,
+    /// Index into the checkpoints' heads of the next one to meet.
+    next_head: usize,
 }
 
 impl ChainChecker {
-    pub(crate) fn new(deep: bool) -> ChainChecker {
+    pub(crate) fn new(options: VerifyOptions) -> ChainChecker {
         ChainChecker {
             expected_id: 1,
             prev_hash: GENESIS.to_string(),
             checked: 0,
-            deep,
+            options,
+            next_head: 0,
         }
+    }
+
+    /// After the last row: a checkpointed head beyond the end of the chain means its
+    /// tail is gone.
+    pub(crate) fn finish(&self) -> Option<Break> {
+        let heads = &self.options.checkpoints.as_ref()?.heads;
+        let (id, hash, origin) = heads.get(self.next_head..)?.last()?;
+        let have = self.checked;
+        Some(Break {
+            id: have + 1,
+            reason: format!(
+                "record {} is missing: {origin} says the ledger held {id} records with head {hash}, but it ends at record {have} (its tail was truncated, or an older copy was restored)",
+                have + 1
+            ),
+        })
     }
 
     pub(crate) fn head(&self) -> Option<(u64, &str)> {
@@ -524,7 +636,33 @@ impl ChainChecker {
                 format!("record {row_id}: contract_digest does not match the stored contract"),
             );
         }
-        if self.deep {
+        if let Some(trust) = &self.options.trust
+            && let Err(why) =
+                crate::attest::RecordSignature::check(row.signature.as_deref(), &row.hash, trust)
+        {
+            return fail(
+                row_id,
+                format!("record {row_id} was not written by a trusted key: {why}"),
+            );
+        }
+        if let Some(cp) = &self.options.checkpoints {
+            while let Some((id, hash, origin)) = cp.heads.get(self.next_head) {
+                if *id > row_id {
+                    break;
+                }
+                if *id == row_id && *hash != row.hash {
+                    return fail(
+                        row_id,
+                        format!(
+                            "record {row_id} is not the record {origin} names (hash {hash}, found {}): the ledger was rewritten from here, or replaced by another copy",
+                            row.hash
+                        ),
+                    );
+                }
+                self.next_head += 1;
+            }
+        }
+        if self.options.deep {
             match serde_json::from_str::<Value>(&row.body) {
                 Ok(v) if canonical_json(&v) == row.body => {}
                 _ => {
@@ -558,11 +696,22 @@ mod tests {
     }
 
     fn chain(n: u32) -> Vec<Row> {
+        signed_chain(n, None)
+    }
+
+    fn signed_chain(n: u32, key: Option<&Key>) -> Vec<Row> {
         let mut rows: Vec<Row> = Vec::new();
         for i in 0..n {
-            let p = Prepared::new(entry(i));
+            extend(&mut rows, entry(i), key);
+        }
+        rows
+    }
+
+    fn extend(rows: &mut Vec<Row>, e: NewEntry, key: Option<&Key>) {
+        {
+            let p = Prepared::new(e);
             let prev = rows.last().map(|r| (r.id as u64, r.hash.as_str()));
-            let (rec, body) = p.chain(prev, OffsetDateTime::now_utc());
+            let (rec, body, signature) = p.chain(prev, OffsetDateTime::now_utc(), key);
             rows.push(Row {
                 id: rec.id as i64,
                 time: rec.time,
@@ -572,13 +721,86 @@ mod tests {
                 prev_hash: rec.prev_hash,
                 hash: rec.hash,
                 body,
+                signature,
             });
         }
-        rows
+    }
+
+    fn check_with(rows: &[Row], options: VerifyOptions) -> Result<u64, Break> {
+        let mut c = ChainChecker::new(options);
+        for r in rows {
+            c.check(r)?;
+        }
+        c.finish().map_or(Ok(c.checked), Err)
+    }
+
+    #[test]
+    fn with_a_trust_list_every_record_must_be_signed_by_a_listed_key() {
+        let gate = Key::from_seed("evident-gate", [7; 32]);
+        let trust = TrustList {
+            verifiers: vec![gate.trusted()],
+        };
+        let opts = || VerifyOptions {
+            trust: Some(trust.clone()),
+            ..VerifyOptions::default()
+        };
+        let mut rows = signed_chain(3, Some(&gate));
+        assert_eq!(check_with(&rows, opts()), Ok(3));
+        // The agent appends a well-chained record: unsigned, or signed by its own key.
+        let mut unsigned = rows.clone();
+        extend(&mut unsigned, entry(9), None);
+        assert_eq!(check(&unsigned), Ok(4), "the chain alone cannot tell");
+        let b = check_with(&unsigned, opts()).unwrap_err();
+        assert_eq!(b.id, 4);
+        assert!(b.reason.contains("not signed"), "{}", b.reason);
+        let agent = Key::from_seed("agent", [8; 32]);
+        extend(&mut rows, entry(9), Some(&agent));
+        let b = check_with(&rows, opts()).unwrap_err();
+        assert_eq!(b.id, 4);
+        assert!(b.reason.contains("not in the trust list"), "{}", b.reason);
+        // A gate signature copied onto another record does not verify.
+        let mut copied = signed_chain(2, Some(&gate));
+        copied[1].signature = copied[0].signature.clone();
+        assert_eq!(check_with(&copied, opts()).unwrap_err().id, 2);
+    }
+
+    #[test]
+    fn checkpoints_catch_a_truncated_tail_and_a_rebuilt_chain() {
+        let rows = chain(4);
+        let at = |id: usize| crate::attest::Expectations {
+            heads: vec![(
+                id as u64,
+                rows[id - 1].hash.clone(),
+                "checkpoint cp:1".into(),
+            )],
+        };
+        let opts = |e| VerifyOptions {
+            checkpoints: Some(e),
+            ..VerifyOptions::default()
+        };
+        assert_eq!(check_with(&rows, opts(at(4))), Ok(4));
+        assert_eq!(
+            check_with(&rows, opts(at(2))),
+            Ok(4),
+            "later records are fine"
+        );
+        let b = check_with(&rows[..2], opts(at(4))).unwrap_err();
+        assert_eq!(b.id, 3);
+        assert!(b.reason.contains("truncated"), "{}", b.reason);
+        // The same length, other records: a chain rebuilt from record 3 on.
+        let mut rebuilt = rows[..2].to_vec();
+        extend(&mut rebuilt, entry(7), None);
+        extend(&mut rebuilt, entry(8), None);
+        let b = check_with(&rebuilt, opts(at(4))).unwrap_err();
+        assert_eq!(b.id, 4);
+        assert!(b.reason.contains("rewritten"), "{}", b.reason);
     }
 
     fn check(rows: &[Row]) -> Result<u64, Break> {
-        let mut c = ChainChecker::new(true);
+        let mut c = ChainChecker::new(VerifyOptions {
+            deep: true,
+            ..VerifyOptions::default()
+        });
         for r in rows {
             c.check(r)?;
         }
@@ -593,7 +815,8 @@ mod tests {
             e.task_id = None;
             e.kind = "gate \"quoted\"".into();
             let p = Prepared::new(e);
-            let (rec, body) = p.chain(Some((41, "ab")), OffsetDateTime::now_utc());
+            let (rec, body, sig) = p.chain(Some((41, "ab")), OffsetDateTime::now_utc(), None);
+            assert_eq!(sig, None);
             assert_eq!(body, canonical_json(&body_value(&rec)));
             assert_eq!(rec.hash, hash_body(&body));
             assert_eq!(rec.id, 42);
@@ -605,7 +828,7 @@ mod tests {
         let rows = chain(5);
         assert_eq!(check(&rows), Ok(5));
         assert!(rows.iter().all(|r| !r.body.contains("\"pw\"")));
-        let rec = Record::from_body(&rows[1].body, &rows[1].hash).unwrap();
+        let rec = Record::from_body(&rows[1].body, &rows[1].hash, None).unwrap();
         assert_eq!(rec.prev_hash, rows[0].hash);
         assert_eq!(rec.to_json()["hash"], json!(rows[1].hash));
     }

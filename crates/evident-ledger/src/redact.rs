@@ -74,6 +74,32 @@ pub fn redact_value(value: &Value) -> Value {
     }
 }
 
+/// [`redact_value`] without the copy: secrets in `value` are replaced where they are
+/// (for large documents the ledger owns).
+pub fn redact_in_place(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if is_secret_key(k) && !is_empty_value(v) {
+                    *v = Value::String(REDACTED.into());
+                } else {
+                    redact_in_place(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_in_place),
+        Value::String(s) if needs_text_redaction(s) => *s = redact_text(s),
+        _ => {}
+    }
+}
+
+fn needs_text_redaction(s: &str) -> bool {
+    (s.contains("://") && s.contains('@'))
+        || s.contains("earer ")
+        || s.contains("asic ")
+        || s.contains("oken ")
+}
+
 fn is_empty_value(v: &Value) -> bool {
     match v {
         Value::Null | Value::Bool(_) => true,
@@ -85,11 +111,10 @@ fn is_empty_value(v: &Value) -> bool {
 /// Redact URL passwords and `Bearer`/`Basic` tokens inside free text.
 pub fn redact_text(s: &str) -> String {
     // Fast path: most strings hold neither a URL with credentials nor an auth scheme.
-    let url = s.contains("://") && s.contains('@');
-    let scheme = s.contains("earer ") || s.contains("asic ") || s.contains("oken ");
-    if !url && !scheme {
+    if !needs_text_redaction(s) {
         return s.to_string();
     }
+    let url = s.contains("://") && s.contains('@');
     let s = if url { redact_urls(s) } else { s.to_string() };
     redact_auth_schemes(&s)
 }
@@ -220,6 +245,9 @@ mod tests {
         ] {
             assert!(!text.contains(secret), "{secret} leaked: {text}");
         }
+        let mut in_place = doc.clone();
+        redact_in_place(&mut in_place);
+        assert_eq!(in_place, r);
         assert_eq!(r["usage"]["max_tokens"], json!(100));
         assert_eq!(r["env"]["PATH"], json!("/usr/bin"));
         assert_eq!(r["source"]["postgres"]["query"], json!("SELECT 1"));

@@ -62,6 +62,7 @@ pub enum SignError {
 }
 
 /// An Ed25519 signing key with the verifier id it signs as.
+#[derive(Clone)]
 pub struct Key {
     id: String,
     key: SigningKey,
@@ -104,6 +105,11 @@ impl Key {
             id: id.to_string(),
             key: SigningKey::from_bytes(&seed),
         }
+    }
+
+    /// The signing half, for the ledger's record and checkpoint signatures.
+    pub(crate) fn signing_key(&self) -> &SigningKey {
+        &self.key
     }
 
     /// The verifier id this key signs as (the `id` of its trust-list entry).

@@ -12,6 +12,7 @@ use sqlx::{AssertSqlSafe, Connection as _, Row as _};
 use time::OffsetDateTime;
 
 use crate::record::{PackedRow, Prepared, Record, Row, Summary};
+use crate::sign::Key;
 
 /// Which records to list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,19 +38,26 @@ const SQLITE_SCHEMA: &[&str] = &[
         state TEXT NOT NULL,
         prev_hash TEXT NOT NULL UNIQUE,
         hash TEXT NOT NULL UNIQUE,
-        body TEXT NOT NULL
+        body TEXT NOT NULL,
+        signature TEXT
     )",
     "CREATE INDEX IF NOT EXISTS records_time ON records(time)",
     "CREATE INDEX IF NOT EXISTS records_task ON records(task_id)",
     "CREATE INDEX IF NOT EXISTS records_state ON records(state)",
 ];
 
+/// `sig`: the table has the `signature` column (a ledger created by an older evident
+/// may not, until a writer allowed to alter it adds it).
 pub(crate) enum Conn {
-    Sqlite(Box<SqliteConnection>),
+    Sqlite {
+        conn: Box<SqliteConnection>,
+        sig: bool,
+    },
     Postgres {
         conn: Box<PgConnection>,
         schema: String,
         lock_key: i64,
+        sig: bool,
     },
 }
 
@@ -74,13 +82,25 @@ pub(crate) async fn open_sqlite(path: &std::path::Path, create: bool) -> Result<
                 for stmt in SQLITE_SCHEMA {
                     sqlx::query(*stmt).execute(&mut *tx).await?;
                 }
+                // A ledger from before record signatures gains the column.
+                if !sqlite_has_signature(&mut tx).await? {
+                    sqlx::query("ALTER TABLE records ADD COLUMN signature TEXT")
+                        .execute(&mut *tx)
+                        .await?;
+                }
                 tx.commit().await?;
             }
-            Ok::<_, sqlx::Error>(conn)
+            let sig = sqlite_has_signature(&mut conn).await?;
+            Ok::<_, sqlx::Error>((conn, sig))
         }
         .await;
         match result {
-            Ok(conn) => return Ok(Conn::Sqlite(Box::new(conn))),
+            Ok((conn, sig)) => {
+                return Ok(Conn::Sqlite {
+                    conn: Box::new(conn),
+                    sig,
+                });
+            }
             Err(e) if attempt < 50 && is_busy(&e) => {
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(20 * attempt)).await;
@@ -88,6 +108,33 @@ pub(crate) async fn open_sqlite(path: &std::path::Path, create: bool) -> Result<
             Err(e) => return Err(e),
         }
     }
+}
+
+async fn sqlite_has_signature(conn: &mut SqliteConnection) -> Result<bool, sqlx::Error> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pragma_table_info('records') WHERE name = 'signature'",
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(n > 0)
+}
+
+async fn pg_has_signature(conn: &mut PgConnection, schema: &str) -> Result<bool, sqlx::Error> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM information_schema.columns \
+         WHERE table_schema = $1 AND table_name = 'records' AND column_name = 'signature'",
+    )
+    .bind(schema)
+    .fetch_one(conn)
+    .await?;
+    Ok(n > 0)
+}
+
+/// The error of a signed append to a table without the `signature` column.
+fn no_signature_column(table: &str) -> sqlx::Error {
+    sqlx::Error::Protocol(format!(
+        "the ledger table has no `signature` column (an older evident created it) and this connection cannot add it; as the table's owner run: ALTER TABLE {table} ADD COLUMN signature TEXT"
+    ))
 }
 
 fn is_busy(e: &sqlx::Error) -> bool {
@@ -128,10 +175,31 @@ pub(crate) async fn open_postgres(
             let _ = conn.close().await;
             return Err(sqlx::Error::RowNotFound);
         }
+        let mut sig = pg_has_signature(&mut conn, schema).await?;
+        if !sig && create {
+            // A ledger from before record signatures: add the column if this role may
+            // (its owner); an append-only role may not, and signed appends then say so.
+            let added = async {
+                let mut tx = conn.begin().await?;
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(lock_key)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(AssertSqlSafe(format!(
+                    "ALTER TABLE \"{schema}\".records ADD COLUMN IF NOT EXISTS signature TEXT"
+                )))
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await
+            }
+            .await;
+            sig = added.is_ok();
+        }
         return Ok(Conn::Postgres {
             conn: Box::new(conn),
             schema: schema.to_string(),
             lock_key,
+            sig,
         });
     }
     let mut tx = conn.begin().await?;
@@ -154,7 +222,8 @@ pub(crate) async fn open_postgres(
                 state TEXT NOT NULL,
                 prev_hash TEXT NOT NULL UNIQUE,
                 hash TEXT NOT NULL UNIQUE,
-                body TEXT NOT NULL
+                body TEXT NOT NULL,
+                signature TEXT
             )"
         ),
         format!("CREATE INDEX IF NOT EXISTS records_time ON \"{schema}\".records(time)"),
@@ -167,10 +236,13 @@ pub(crate) async fn open_postgres(
             .await?;
     }
     tx.commit().await?;
+    // The table may predate this evident (CREATE TABLE IF NOT EXISTS left it as it was).
+    let sig = pg_has_signature(&mut conn, schema).await?;
     Ok(Conn::Postgres {
         conn: Box::new(conn),
         schema: schema.to_string(),
         lock_key,
+        sig,
     })
 }
 
@@ -179,16 +251,17 @@ pub(crate) async fn open_postgres(
 /// `None` when the batch cannot be read this way (then the caller reads plain rows).
 async fn sqlite_batch(
     conn: &mut SqliteConnection,
+    sig: &str,
     after: i64,
     limit: i64,
 ) -> Result<Option<Vec<PackedRow>>, sqlx::Error> {
-    let result: Result<(i64, Option<String>), sqlx::Error> = sqlx::query_as(
+    let result: Result<(i64, Option<String>), sqlx::Error> = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT count(*), group_concat(id || ',' || length(CAST(hash AS BLOB)) || ',' \
          || length(CAST(cols AS BLOB)) || ',' || length(CAST(body AS BLOB)) || ',' \
          || hash || cols || body, '') \
-         FROM (SELECT id, hash, json_array(time, kind, task_id, state, prev_hash) AS cols, body \
-               FROM records WHERE id > ?1 ORDER BY id LIMIT ?2)",
-    )
+         FROM (SELECT id, hash, json_array(time, kind, task_id, state, prev_hash, {sig}) AS cols, body \
+               FROM records WHERE id > ?1 ORDER BY id LIMIT ?2)"
+    )))
     .bind(after)
     .bind(limit)
     .fetch_one(conn)
@@ -286,6 +359,7 @@ macro_rules! impl_rowlike {
                     prev_hash: self.try_get("prev_hash")?,
                     hash: self.try_get("hash")?,
                     body: self.try_get("body")?,
+                    signature: self.try_get("signature")?,
                 })
             }
         }
@@ -299,17 +373,45 @@ enum Selected {
     Postgres(Vec<sqlx::postgres::PgRow>),
 }
 
-const COLS: &str = "id, time, kind, task_id, state, prev_hash, hash, body";
-
 impl Conn {
-    /// `pause`: the crash tests' hook (see [`crate::TEST_PAUSE_ENV`]).
+    /// The columns of a [`Row`], `signature` as NULL where the table lacks it.
+    fn cols(&self) -> &'static str {
+        if self.has_signature() {
+            "id, time, kind, task_id, state, prev_hash, hash, body, signature"
+        } else {
+            "id, time, kind, task_id, state, prev_hash, hash, body, NULL AS signature"
+        }
+    }
+
+    fn has_signature(&self) -> bool {
+        match self {
+            Conn::Sqlite { sig, .. } | Conn::Postgres { sig, .. } => *sig,
+        }
+    }
+
+    /// The signature column as an SQL expression (NULL where the table lacks it).
+    fn sig_expr(&self) -> &'static str {
+        if self.has_signature() {
+            "signature"
+        } else {
+            "NULL"
+        }
+    }
+
+    /// Append `entry`, signed with `key` when given. `pause`: the crash tests' hook
+    /// (see [`crate::TEST_PAUSE_ENV`]).
     pub(crate) async fn append(
         &mut self,
-        entry: &Prepared,
+        entry: Prepared,
+        key: Option<&Key>,
         pause: Option<Duration>,
     ) -> Result<Record, sqlx::Error> {
+        let sig = self.has_signature();
         match self {
-            Conn::Sqlite(conn) => {
+            Conn::Sqlite { conn, .. } => {
+                if key.is_some() && !sig {
+                    return Err(no_signature_column("records"));
+                }
                 // IMMEDIATE takes the write lock before reading the head, so two
                 // processes can never both extend the same record.
                 let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
@@ -317,24 +419,31 @@ impl Conn {
                     sqlx::query_as("SELECT id, hash FROM records ORDER BY id DESC LIMIT 1")
                         .fetch_optional(&mut *tx)
                         .await?;
-                let (record, body) = entry.chain(
+                let (record, body, signature) = entry.chain(
                     head.as_ref().map(|(id, h)| (*id as u64, h.as_str())),
                     OffsetDateTime::now_utc(),
+                    key,
                 );
-                sqlx::query(
+                let sql = if sig {
+                    "INSERT INTO records (id, time, kind, task_id, state, prev_hash, hash, body, signature)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                } else {
                     "INSERT INTO records (id, time, kind, task_id, state, prev_hash, hash, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .bind(record.id as i64)
-                .bind(&record.time)
-                .bind(&record.kind)
-                .bind(&record.task_id)
-                .bind(&record.state)
-                .bind(&record.prev_hash)
-                .bind(&record.hash)
-                .bind(&body)
-                .execute(&mut *tx)
-                .await?;
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+                };
+                let mut q = sqlx::query(sql)
+                    .bind(record.id as i64)
+                    .bind(&record.time)
+                    .bind(&record.kind)
+                    .bind(&record.task_id)
+                    .bind(&record.state)
+                    .bind(&record.prev_hash)
+                    .bind(&record.hash)
+                    .bind(body);
+                if sig {
+                    q = q.bind(signature);
+                }
+                q.execute(&mut *tx).await?;
                 pause_before_commit(record.id, pause).await;
                 tx.commit().await?;
                 Ok(record)
@@ -343,7 +452,11 @@ impl Conn {
                 conn,
                 schema,
                 lock_key,
+                ..
             } => {
+                if key.is_some() && !sig {
+                    return Err(no_signature_column(&format!("\"{schema}\".records")));
+                }
                 let mut tx = conn.begin().await?;
                 // Held until COMMIT/ROLLBACK: appends from every machine queue here.
                 sqlx::query("SELECT pg_advisory_xact_lock($1)")
@@ -355,24 +468,35 @@ impl Conn {
                 )))
                 .fetch_optional(&mut *tx)
                 .await?;
-                let (record, body) = entry.chain(
+                let (record, body, signature) = entry.chain(
                     head.as_ref().map(|(id, h)| (*id as u64, h.as_str())),
                     OffsetDateTime::now_utc(),
+                    key,
                 );
-                sqlx::query(AssertSqlSafe(format!(
-                    "INSERT INTO \"{schema}\".records (id, time, kind, task_id, state, prev_hash, hash, body)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-                )))
-                .bind(record.id as i64)
-                .bind(&record.time)
-                .bind(&record.kind)
-                .bind(&record.task_id)
-                .bind(&record.state)
-                .bind(&record.prev_hash)
-                .bind(&record.hash)
-                .bind(&body)
-                .execute(&mut *tx)
-                .await?;
+                let sql = if sig {
+                    format!(
+                        "INSERT INTO \"{schema}\".records (id, time, kind, task_id, state, prev_hash, hash, body, signature)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+                    )
+                } else {
+                    format!(
+                        "INSERT INTO \"{schema}\".records (id, time, kind, task_id, state, prev_hash, hash, body)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+                    )
+                };
+                let mut q = sqlx::query(AssertSqlSafe(sql))
+                    .bind(record.id as i64)
+                    .bind(&record.time)
+                    .bind(&record.kind)
+                    .bind(&record.task_id)
+                    .bind(&record.state)
+                    .bind(&record.prev_hash)
+                    .bind(&record.hash)
+                    .bind(body);
+                if sig {
+                    q = q.bind(signature);
+                }
+                q.execute(&mut *tx).await?;
                 pause_before_commit(record.id, pause).await;
                 tx.commit().await?;
                 Ok(record)
@@ -391,22 +515,23 @@ impl Conn {
         // wake-up per row); one aggregated row per batch avoids that. Fall back to plain rows if the batch cannot be read that way.
         // (Measured on PostgreSQL too: there the server-side aggregate was slower than
         // plain rows, 55-72k against 94-100k records/s, so it reads plain rows.)
+        let sig = self.sig_expr();
         let batch = match self {
-            Conn::Sqlite(conn) => sqlite_batch(conn, after, limit).await?,
+            Conn::Sqlite { conn, .. } => sqlite_batch(conn, sig, after, limit).await?,
             Conn::Postgres { .. } => None,
         };
         if let Some(rows) = batch {
             return Ok(rows);
         }
         let rows = match self {
-            Conn::Sqlite(conn) => {
+            Conn::Sqlite { conn, .. } => {
                 // The careful path: every value read as bytes, so a value that is not
                 // text (an edit) becomes a broken record, not an error.
-                sqlx::query(
+                sqlx::query(AssertSqlSafe(format!(
                     "SELECT id, CAST(hash AS BLOB), CAST(time AS BLOB), CAST(kind AS BLOB), \
                      CAST(task_id AS BLOB), CAST(state AS BLOB), CAST(prev_hash AS BLOB), \
-                     CAST(body AS BLOB) FROM records WHERE id > ?1 ORDER BY id LIMIT ?2",
-                )
+                     CAST(body AS BLOB), CAST({sig} AS BLOB) FROM records WHERE id > ?1 ORDER BY id LIMIT ?2"
+                )))
                 .bind(after)
                 .bind(limit)
                 .fetch_all(&mut **conn)
@@ -417,7 +542,14 @@ impl Conn {
                         Ok(r.try_get::<Option<Vec<u8>>, _>(i)?
                             .map(|b| String::from_utf8_lossy(&b).into_owned()))
                     };
-                    let cols = serde_json::json!([text(2)?, text(3)?, text(4)?, text(5)?, text(6)?]);
+                    let cols = serde_json::json!([
+                        text(2)?,
+                        text(3)?,
+                        text(4)?,
+                        text(5)?,
+                        text(6)?,
+                        text(8)?
+                    ]);
                     Ok(PackedRow {
                         id: r.try_get(0)?,
                         hash: text(1)?.unwrap_or_default(),
@@ -428,7 +560,7 @@ impl Conn {
                 .collect::<Result<Vec<_>, sqlx::Error>>()?
             }
             Conn::Postgres { conn, schema, .. } => sqlx::query(AssertSqlSafe(format!(
-                "SELECT id, hash, json_build_array(time, kind, task_id, state, prev_hash)::text, body \
+                "SELECT id, hash, json_build_array(time, kind, task_id, state, prev_hash, {sig})::text, body \
                  FROM \"{schema}\".records WHERE id > $1 ORDER BY id LIMIT $2"
             )))
             .bind(after)
@@ -455,10 +587,11 @@ impl Conn {
         after: i64,
         limit: i64,
     ) -> Result<Vec<Row>, sqlx::Error> {
+        let cols = self.cols();
         match self {
-            Conn::Sqlite(conn) => {
+            Conn::Sqlite { conn, .. } => {
                 let rows = sqlx::query(AssertSqlSafe(format!(
-                    "SELECT {COLS} FROM records WHERE id > ?1 ORDER BY id LIMIT ?2"
+                    "SELECT {cols} FROM records WHERE id > ?1 ORDER BY id LIMIT ?2"
                 )))
                 .bind(after)
                 .bind(limit)
@@ -468,7 +601,7 @@ impl Conn {
             }
             Conn::Postgres { conn, schema, .. } => {
                 let rows = sqlx::query(AssertSqlSafe(format!(
-                    "SELECT {COLS} FROM \"{schema}\".records WHERE id > $1 ORDER BY id LIMIT $2"
+                    "SELECT {cols} FROM \"{schema}\".records WHERE id > $1 ORDER BY id LIMIT $2"
                 )))
                 .bind(after)
                 .bind(limit)
@@ -480,10 +613,11 @@ impl Conn {
     }
 
     pub(crate) async fn get(&mut self, id: i64) -> Result<Option<Row>, sqlx::Error> {
+        let cols = self.cols();
         match self {
-            Conn::Sqlite(conn) => {
+            Conn::Sqlite { conn, .. } => {
                 let r = sqlx::query(AssertSqlSafe(format!(
-                    "SELECT {COLS} FROM records WHERE id = ?1"
+                    "SELECT {cols} FROM records WHERE id = ?1"
                 )))
                 .bind(id)
                 .fetch_optional(&mut **conn)
@@ -492,7 +626,7 @@ impl Conn {
             }
             Conn::Postgres { conn, schema, .. } => {
                 let r = sqlx::query(AssertSqlSafe(format!(
-                    "SELECT {COLS} FROM \"{schema}\".records WHERE id = $1"
+                    "SELECT {cols} FROM \"{schema}\".records WHERE id = $1"
                 )))
                 .bind(id)
                 .fetch_optional(&mut **conn)
@@ -505,10 +639,11 @@ impl Conn {
     /// Rows whose hash starts with `prefix` (at most 2, to detect ambiguity).
     pub(crate) async fn by_hash_prefix(&mut self, prefix: &str) -> Result<Vec<Row>, sqlx::Error> {
         let pattern = format!("{prefix}%");
+        let cols = self.cols();
         match self {
-            Conn::Sqlite(conn) => {
+            Conn::Sqlite { conn, .. } => {
                 let rows = sqlx::query(AssertSqlSafe(format!(
-                    "SELECT {COLS} FROM records WHERE hash LIKE ?1 ORDER BY id LIMIT 2"
+                    "SELECT {cols} FROM records WHERE hash LIKE ?1 ORDER BY id LIMIT 2"
                 )))
                 .bind(pattern)
                 .fetch_all(&mut **conn)
@@ -517,7 +652,7 @@ impl Conn {
             }
             Conn::Postgres { conn, schema, .. } => {
                 let rows = sqlx::query(AssertSqlSafe(format!(
-                    "SELECT {COLS} FROM \"{schema}\".records WHERE hash LIKE $1 ORDER BY id LIMIT 2"
+                    "SELECT {cols} FROM \"{schema}\".records WHERE hash LIKE $1 ORDER BY id LIMIT 2"
                 )))
                 .bind(pattern)
                 .fetch_all(&mut **conn)
@@ -528,7 +663,8 @@ impl Conn {
     }
 
     pub(crate) async fn list(&mut self, f: &Filter) -> Result<Vec<Row>, sqlx::Error> {
-        let rows = self.select_filtered(f, COLS, COLS).await?;
+        let cols = self.cols();
+        let rows = self.select_filtered(f, cols, cols).await?;
         match rows {
             Selected::Sqlite(rows) => rows.iter().map(row_from).collect(),
             Selected::Postgres(rows) => rows.iter().map(row_from).collect(),
@@ -630,7 +766,7 @@ impl Conn {
             .map(|l| format!(" LIMIT {}", l.min(i64::MAX as u64)))
             .unwrap_or_default();
         match self {
-            Conn::Sqlite(conn) => {
+            Conn::Sqlite { conn, .. } => {
                 let sql =
                     format!("SELECT {sqlite_cols} FROM records{where_} ORDER BY id {order}{limit}");
                 let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
@@ -666,7 +802,7 @@ impl Conn {
 
     pub(crate) async fn close(self) {
         match self {
-            Conn::Sqlite(c) => {
+            Conn::Sqlite { conn: c, .. } => {
                 let _ = c.close().await;
             }
             Conn::Postgres { conn, .. } => {

@@ -720,3 +720,154 @@ fn verify_reports_a_value_that_is_not_text_as_a_broken_record() {
     let (id, why) = first_break(&path);
     assert_eq!(id, 4, "{why}");
 }
+
+fn signed_round_trip(location: &str) {
+    let gate = Key::from_seed("evident-gate", [5; 32]);
+    let trust = TrustList {
+        verifiers: vec![gate.trusted()],
+    };
+    let ledger = open(Some(location)).unwrap();
+    for i in 0..3 {
+        let r = ledger
+            .append_signed(entry(&format!("s{i}"), "verified"), Some(&gate))
+            .unwrap();
+        assert_eq!(
+            r.signature.as_ref().unwrap()["verifier"],
+            json!("evident-gate")
+        );
+    }
+    let opts = || evident_ledger::VerifyOptions {
+        trust: Some(trust.clone()),
+        ..Default::default()
+    };
+    let r = ledger.verify_opts(opts()).unwrap();
+    assert_eq!((r.records, r.broken), (3, None));
+    assert!(ledger.get(2).unwrap().signature.is_some());
+    // Someone without the key appends: the chain holds, the trust check does not.
+    ledger.append(entry("intruder", "verified")).unwrap();
+    assert_eq!(ledger.verify().unwrap().broken, None);
+    let b = ledger.verify_opts(opts()).unwrap().broken.unwrap();
+    assert_eq!(b.id, 4);
+    // A checkpoint of head 4 is met; one of a head the ledger no longer reaches is not.
+    let head = ledger.head().unwrap().unwrap();
+    let cp = evident_ledger::Expectations {
+        heads: vec![(head.0, head.1.clone(), "cp".into())],
+    };
+    let r = ledger
+        .verify_opts(evident_ledger::VerifyOptions {
+            checkpoints: Some(cp),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(r.broken, None);
+    let cp = evident_ledger::Expectations {
+        heads: vec![(9, "ab".repeat(32), "cp".into())],
+    };
+    let b = ledger
+        .verify_opts(evident_ledger::VerifyOptions {
+            checkpoints: Some(cp),
+            ..Default::default()
+        })
+        .unwrap()
+        .broken
+        .unwrap();
+    assert_eq!(b.id, 5);
+    assert!(b.reason.contains("truncated"), "{}", b.reason);
+}
+
+#[test]
+fn sqlite_signed_records() {
+    let dir = tempfile::tempdir().unwrap();
+    signed_round_trip(dir.path().join("l.db").to_str().unwrap());
+}
+
+#[test]
+fn postgres_signed_records() {
+    let Some(pg) = PgSchema::new("signed") else {
+        return;
+    };
+    signed_round_trip(&pg.location);
+}
+
+/// A ledger created before record signatures (no `signature` column) still reads and
+/// verifies; the first writer that opens it adds the column, and signs from then on.
+#[test]
+fn sqlite_a_ledger_from_before_signatures_gains_the_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let p = path.to_str().unwrap();
+    open(Some(p))
+        .unwrap()
+        .append(entry("old", "verified"))
+        .unwrap();
+    sql(&path, &["ALTER TABLE records DROP COLUMN signature"]);
+    let reader = open_existing(Some(p)).unwrap();
+    assert_eq!(reader.verify().unwrap().records, 1);
+    assert_eq!(reader.get(1).unwrap().signature, None);
+    drop(reader);
+    let gate = Key::from_seed("evident-gate", [5; 32]);
+    let writer = open(Some(p)).unwrap();
+    let r = writer
+        .append_signed(entry("new", "verified"), Some(&gate))
+        .unwrap();
+    assert_eq!(r.id, 2);
+    assert!(writer.get(2).unwrap().signature.is_some());
+    assert_eq!(writer.verify().unwrap().broken, None);
+}
+
+/// On PostgreSQL an append-only role cannot add the column: unsigned appends go on,
+/// a signed one is refused with the statement its owner must run.
+#[test]
+fn postgres_an_old_table_refuses_signed_appends_from_a_role_that_cannot_alter_it() {
+    let Some(pg) = PgSchema::new("oldtable") else {
+        return;
+    };
+    let admin = open(Some(&pg.location)).unwrap();
+    admin.append(entry("old", "verified")).unwrap();
+    pg_admin(
+        &pg.url,
+        &[format!(
+            "ALTER TABLE {}.records DROP COLUMN signature",
+            pg.schema
+        )],
+    );
+    drop(admin);
+    let role = pg.schema.replace("evident_test_", "evident_old_");
+    pg_admin(
+        &pg.url,
+        &[
+            format!("CREATE ROLE {role} LOGIN"),
+            format!("GRANT USAGE ON SCHEMA {} TO {role}", pg.schema),
+            format!("GRANT SELECT, INSERT ON {}.records TO {role}", pg.schema),
+        ],
+    );
+    struct DropRole(String, String);
+    impl Drop for DropRole {
+        fn drop(&mut self) {
+            let r = &self.1;
+            pg_admin(
+                &self.0,
+                &[format!("DROP OWNED BY {r}"), format!("DROP ROLE {r}")],
+            );
+        }
+    }
+    let _drop_role = DropRole(pg.url.clone(), role.clone());
+    let mut url = url::Url::parse(&pg.location).unwrap();
+    url.set_username(&role).unwrap();
+    let gate = Key::from_seed("evident-gate", [5; 32]);
+    let as_role = open(Some(url.as_str())).unwrap();
+    let e = as_role
+        .append_signed(entry("signed", "verified"), Some(&gate))
+        .unwrap_err();
+    assert!(e.message.contains("ADD COLUMN signature"), "{e}");
+    assert_eq!(as_role.append(entry("plain", "verified")).unwrap().id, 2);
+    assert_eq!(as_role.verify().unwrap().broken, None);
+    drop(as_role);
+    // The owner opens it to write: the column is added, and signed appends work.
+    let owner = open(Some(&pg.location)).unwrap();
+    let r = owner
+        .append_signed(entry("signed", "verified"), Some(&gate))
+        .unwrap();
+    assert_eq!(r.id, 3);
+    assert_eq!(owner.verify().unwrap().broken, None);
+}

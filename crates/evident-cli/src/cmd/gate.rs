@@ -115,6 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => None,
     };
     let trust = crate::record::trust_list(&contract.contract.trust)?;
+    let placement = crate::record::placement_warnings(&args.record, args.key.as_deref(), &root);
     let settings = Settings {
         jobs: args.jobs.max(1),
         deadline,
@@ -138,7 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         key.as_ref()
             .and_then(|k| evident_ledger::sign::sign_evidence(item, k).ok())
     };
-    let outcome = runtime.block_on(evident_gate::run::run(
+    let mut outcome = runtime.block_on(evident_gate::run::run(
         &contract.contract,
         claim,
         &settings,
@@ -152,6 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let mut warnings = report::decision_warnings(&outcome.claim, &outcome.verdict, true);
     warnings.extend(outcome.warnings.iter().cloned());
+    warnings.extend(placement);
     if args.json {
         let mut doc = serde_json::from_str::<serde_json::Value>(
             &crate::cmd::verify::document_json(&outcome.document, &outcome.verdict, &warnings)?,
@@ -203,9 +205,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     crate::record::record(
         &args.record,
         "gate",
-        &outcome.document,
+        std::mem::take(&mut outcome.document),
         Some(&contract.raw),
         &outcome.verdict,
+        key.as_ref(),
     )?;
     Ok(report::exit_code(
         outcome.verdict.state,

@@ -11,8 +11,9 @@ pub enum Command {
     /// Recompute every link of the chain and report the first broken record.
     ///
     /// Exit codes: 0 the chain verifies; 1 a record was edited, deleted or reordered
-    /// (the first broken one is named), or --expect is no longer in the chain; 2 no
-    /// ledger, or invalid usage.
+    /// (the first broken one is named), a record is not signed by a key of --trust, a
+    /// record a --checkpoint names is gone or replaced, or --expect is no longer in the
+    /// chain; 2 no ledger, an unreadable or untrusted checkpoint file, or invalid usage.
     #[command(verbatim_doc_comment)]
     Verify(VerifyArgs),
     /// Write every record as one JSON line (canonical JSON with its hash), in order.
@@ -34,6 +35,15 @@ pub struct VerifyArgs {
     /// Also check that every record is stored in canonical form (slower).
     #[arg(long)]
     deep: bool,
+    /// A trust list (JSON, TOML, or a `.pub` file): every record must be signed by a
+    /// key it lists (the gate's `--key`), so a record appended by anyone else fails.
+    #[arg(long, value_name = "FILE")]
+    trust: Option<PathBuf>,
+    /// A checkpoint file the gate wrote (`--checkpoint`): every head it names must still
+    /// be in the chain, which catches a truncated tail or an older copy restored.
+    /// Needs --trust (its lines must be signed by a listed key).
+    #[arg(long, value_name = "FILE", requires = "trust")]
+    checkpoint: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -61,11 +71,26 @@ pub fn run(command: Command) -> anyhow::Result<u8> {
 }
 
 fn verify(a: VerifyArgs) -> anyhow::Result<u8> {
+    let trust = match &a.trust {
+        Some(path) => Some(evident_ledger::TrustList::load(path)?),
+        None => None,
+    };
+    let checkpoints = match (&a.checkpoint, &trust) {
+        (Some(path), Some(trust)) => Some(evident_ledger::attest::read_checkpoints(path, trust)?),
+        _ => None,
+    };
+    let checked_heads = checkpoints.as_ref().map_or(0, |c| c.heads.len());
+    let options = evident_ledger::VerifyOptions {
+        deep: a.deep,
+        trust,
+        checkpoints,
+    };
+    let signed = options.trust.is_some();
     let (report, shown, found_expect) = match &a.export {
         Some(path) => {
             let file = std::fs::File::open(path)
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-            let report = evident_ledger::verify_export(std::io::BufReader::new(file))
+            let report = evident_ledger::verify_export_opts(std::io::BufReader::new(file), options)
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
             // An export holds every hash; look the expected one up by re-reading.
             let found = match &a.expect {
@@ -76,7 +101,7 @@ fn verify(a: VerifyArgs) -> anyhow::Result<u8> {
         }
         None => {
             let ledger = evident_ledger::open_existing(a.ledger.as_deref())?;
-            let report = ledger.verify_with(a.deep)?;
+            let report = ledger.verify_opts(options)?;
             let found = match &a.expect {
                 Some(h) => Some(match ledger.find(h) {
                     Ok(r) => report.head.as_ref().is_some_and(|(id, _)| r.id <= *id),
@@ -97,14 +122,17 @@ fn verify(a: VerifyArgs) -> anyhow::Result<u8> {
             "head": report.head.as_ref().map(|(id, h)| serde_json::json!({"id": id, "hash": h})),
             "broken": report.broken.as_ref().map(|b| serde_json::json!({"id": b.id, "reason": b.reason})),
             "expect_found": found_expect,
+            "signatures_checked": signed,
+            "checkpoints_checked": checked_heads,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         match &report.broken {
             None => match &report.head {
                 Some((id, h)) => println!(
-                    "ledger {shown}: OK, {} records, head #{id} {h}",
-                    report.records
+                    "ledger {shown}: OK, {} records, head #{id} {h}{}",
+                    report.records,
+                    also(signed, checked_heads)
                 ),
                 None => println!("ledger {shown}: OK, empty"),
             },
@@ -121,6 +149,22 @@ fn verify(a: VerifyArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(if ok { exit::OK } else { exit::REFUTED })
+}
+
+/// What else an OK means: every record signed by a trusted key, checkpoints met.
+fn also(signed: bool, checkpoints: usize) -> String {
+    let mut parts = Vec::new();
+    if signed {
+        parts.push("every record signed by a trusted key".to_string());
+    }
+    if checkpoints > 0 {
+        parts.push(format!("{checkpoints} checkpoints met"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", parts.join(", "))
+    }
 }
 
 fn export_has_hash(path: &std::path::Path, prefix: &str) -> anyhow::Result<bool> {

@@ -37,6 +37,10 @@ pub struct Args {
     /// (exit 0). Overrides the --policy file's `on_unverified`.
     #[arg(long, value_name = "MODE")]
     pub on_unverified: Option<OnUnverifiedArg>,
+    /// Sign the ledger record's hash with this key (from `evident key generate`), so
+    /// `evident ledger verify --trust` can tell this record from one anyone else wrote.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub record: crate::record::RecordArgs,
 }
@@ -84,6 +88,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => "from the document (the agent's); its on_unverified does not lower the exit code"
             .to_string(),
     };
+    drop(bytes); // a large claim is not held twice
+    let key = match &args.key {
+        Some(path) => Some(evident_ledger::sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
+        None => None,
+    };
     let decided_at = input::decision_time(args.now.as_deref())?;
     let options = match &args.trust {
         None => Options::default(),
@@ -123,7 +132,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         );
         println!("policy    {policy_source}");
     }
-    crate::record::record(&args.record, "verify", &doc.raw, None, &verdict)?;
+    let raw = std::mem::take(&mut doc.raw);
+    crate::record::record(&args.record, "verify", raw, None, &verdict, key.as_ref())?;
     // The document's own on_unverified is the agent's word: only the owner's policy
     // file or the command line may let an unverified claim through.
     let on_unverified = match (args.on_unverified, &args.policy) {
