@@ -110,7 +110,7 @@ fn b64decode(s: &str) -> String {
         .unwrap();
     child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
+    assert!(out.status.success(), "not base64: {s:?} {out:?}");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -190,11 +190,23 @@ fn outputs(dir: &Path, dsn: &str) -> Vec<(String, String)> {
     all
 }
 
+/// Does `secret` show? A credential under 4 characters is scrubbed where it stands
+/// alone (not inside a word, a hash or base64), so only such an occurrence counts.
+fn shows(text: &str, secret: &str) -> bool {
+    if secret.len() >= 4 {
+        return text.contains(secret);
+    }
+    let alnum = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    text.match_indices(secret).any(|(i, _)| {
+        !alnum(text[..i].chars().last()) && !alnum(text[i + secret.len()..].chars().next())
+    })
+}
+
 fn assert_hidden(dir: &Path, dsn: &str, secret: &str) {
     let all = outputs(dir, dsn);
     for (what, text) in &all {
         assert!(
-            !text.contains(secret),
+            !shows(text, secret),
             "{secret:?} of {dsn} shows in {what}:\n{text}"
         );
     }
@@ -282,10 +294,7 @@ fn dsn_credentials_never_show_with_a_real_postgres() {
             .map(|(_, p)| p.to_string())
             .filter(|p| !p.is_empty());
         for (what, text) in &all {
-            assert!(
-                !text.contains(secret),
-                "{secret:?} shows in {what}:\n{text}"
-            );
+            assert!(!shows(text, secret), "{secret:?} shows in {what}:\n{text}");
             if let Some(p) = &password {
                 assert!(!text.contains(p.as_str()), "the password shows in {what}");
             }

@@ -202,12 +202,47 @@ impl Scrubber {
     pub fn scrub(&self, text: &str) -> String {
         let mut out = text.to_string();
         for s in &self.secrets {
-            if out.contains(s.as_str()) {
+            if !out.contains(s.as_str()) {
+                continue;
+            }
+            if s.len() >= MIN_SCRUB_LEN {
                 out = out.replace(s.as_str(), "***");
+            } else {
+                out = replace_whole(&out, s);
             }
         }
         out
     }
+}
+
+/// Replace `secret` where it stands alone: not preceded or followed by a letter or
+/// digit. A credential shorter than [`MIN_SCRUB_LEN`] is replaced only so, because
+/// as a substring it occurs by chance inside words, hashes and base64 (a signature
+/// payload altered by scrubbing would no longer verify).
+fn replace_whole(text: &str, secret: &str) -> String {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(secret) {
+        let before = if i > 0 {
+            rest[..i].chars().last()
+        } else {
+            out.chars().last()
+        };
+        let after = rest[i + secret.len()..].chars().next();
+        out.push_str(&rest[..i]);
+        if alnum(before) || alnum(after) {
+            // Part of a longer word: keep its first character and look further.
+            let c = rest[i..].chars().next().map_or(1, char::len_utf8);
+            out.push_str(&rest[i..i + c]);
+            rest = &rest[i + c..];
+        } else {
+            out.push_str("***");
+            rest = &rest[i + secret.len()..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn percent_decode(s: &str) -> Result<String, ()> {
@@ -356,6 +391,14 @@ mod tests {
         );
         s.add("ab");
         assert_eq!(s.scrub("ab"), "ab");
+        // A credential shorter than MIN_SCRUB_LEN goes where it stands alone, not
+        // inside words or base64.
+        let mut s = Scrubber::default();
+        s.add("https://h/x?api_key=k9");
+        assert_eq!(
+            s.scrub("key k9, (k9) k9k9 FSk9NIH k9"),
+            "key ***, (***) k9k9 FSk9NIH ***"
+        );
         assert!(!is_credential_param("max_tokens"));
         assert!(!is_credential_param("sslmode"));
         assert!(!is_credential_param("format"));
