@@ -357,20 +357,27 @@ async fn observe_with(
     }
 
     if let (Some(file), Some(commit)) = (file, &commit) {
-        let object = format!("{commit}:{file}");
-        let t = git.run(&["cat-file", "-t", &object], KEEP).await?;
-        if t.exit_code != Some(0) {
+        // Every object on the way (commit, trees, blob) is read and hashed here: the
+        // object store is the writer's, and git does not check that a loose object or
+        // a pack holds the content its id names.
+        let sha256 = is_sha256(git).await?;
+        let root = commit_tree(git, commit, sha256).await?;
+        let Some(entry) = find_path(git, &root, file, sha256).await? else {
             obj.insert("file_exists".into(), Value::Bool(false));
             return Ok(obj);
-        }
-        let kind = String::from_utf8_lossy(&t.stdout.kept).trim().to_string();
-        if kind != "blob" {
+        };
+        let kind = match entry.mode {
+            0o40000 => Some("directory"),
+            0o160000 => Some("submodule"),
+            _ => None,
+        };
+        if let Some(kind) = kind {
             return Err(ProbeError::Git {
                 reason: format!("{file:?} at {commit} is a {kind}, not a file"),
             });
         }
         let max = spec.max_bytes.unwrap_or(DEFAULT_MAX_BLOB_BYTES);
-        let s = git.run(&["cat-file", "-s", &object], KEEP).await?;
+        let s = git.run(&["cat-file", "-s", &entry.oid], KEEP).await?;
         let size: u64 = String::from_utf8_lossy(&s.stdout.kept)
             .trim()
             .parse()
@@ -381,12 +388,21 @@ async fn observe_with(
                 limit: max,
             });
         }
-        let b = git.run(&["cat-file", "blob", &object], 0).await?;
-        if b.exit_code != Some(0) {
-            return Err(failed("git cat-file blob", &b));
-        }
+        let blob = read_objects(
+            git,
+            std::slice::from_ref(&entry.oid),
+            "blob",
+            sha256,
+            max + 4096,
+        )
+        .await?
+        .remove(&entry.oid)
+        .ok_or_else(|| git_err(format!("blob {} of {file:?} is missing", entry.oid)))?;
         obj.insert("file_exists".into(), Value::Bool(true));
-        obj.insert("file_sha256".into(), Value::from(b.stdout.sha256.clone()));
+        obj.insert(
+            "file_sha256".into(),
+            Value::from(hex::encode(Sha256::digest(&blob))),
+        );
     }
     Ok(obj)
 }
@@ -528,11 +544,13 @@ async fn clean(git: &Git, deadline: std::time::Instant, depth: usize) -> Result<
     }
 
     // Tracked files, compared with HEAD's blobs by content.
-    let tree = match &head {
-        Some(_) => run_at(at(&["ls-tree", "-r", "-z", "--full-tree", "HEAD"]), vec![]).await?,
+    let tracked = match &head {
+        Some(commit) => {
+            let root = commit_tree(git, commit, sha256).await?;
+            walk_tree(git, &root, sha256).await?
+        }
         None => Vec::new(),
     };
-    let tracked = parse_tree(&tree)?;
     let top_c = top.clone();
     let entries = tracked.clone();
     let compared =
@@ -620,28 +638,6 @@ struct Tracked {
     path: Vec<u8>,
 }
 
-fn parse_tree(out: &[u8]) -> Result<Vec<Tracked>, ProbeError> {
-    let bad = || git_err("git ls-tree printed a line that is not `mode type object<TAB>path`");
-    let mut v = Vec::new();
-    for line in out.split(|&b| b == 0).filter(|l| !l.is_empty()) {
-        let tab = line.iter().position(|&b| b == b'\t').ok_or_else(bad)?;
-        let meta = std::str::from_utf8(&line[..tab]).map_err(|_| bad())?;
-        let mut parts = meta.split(' ');
-        let (Some(mode), Some(_kind), Some(oid), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err(bad());
-        };
-        let mode = u32::from_str_radix(mode, 8).map_err(|_| bad())?;
-        v.push(Tracked {
-            mode,
-            oid: oid.to_string(),
-            path: line[tab + 1..].to_vec(),
-        });
-    }
-    Ok(v)
-}
-
 #[derive(Default)]
 struct Compared {
     /// A tracked path is gone, or a directory on its way is not a directory.
@@ -654,19 +650,7 @@ struct Compared {
 
 /// git's object id of a blob with this content.
 fn blob_id(content: &[u8], sha256: bool) -> String {
-    let header = format!("blob {}\0", content.len());
-    if sha256 {
-        let mut h = Sha256::new();
-        h.update(header.as_bytes());
-        h.update(content);
-        hex::encode(h.finalize())
-    } else {
-        use sha1::Digest as _;
-        let mut h = sha1::Sha1::new();
-        h.update(header.as_bytes());
-        h.update(content);
-        hex::encode(h.finalize())
-    }
+    object_id("blob", content, sha256)
 }
 
 /// The same id, streaming a file (any size) instead of holding it.
@@ -858,11 +842,22 @@ async fn converted_but_same(
 /// own clean filter would say, without running it.
 async fn lfs_same(git: &Git, top: &Path, e: &Tracked) -> Result<bool, ProbeError> {
     use std::os::unix::ffi::OsStrExt;
-    let b = git.run(&["cat-file", "blob", &e.oid], 1024).await?;
-    if b.exit_code != Some(0) || b.stdout.truncated {
+    let s = git.run(&["cat-file", "-s", &e.oid], KEEP).await?;
+    let small = String::from_utf8_lossy(&s.stdout.kept)
+        .trim()
+        .parse::<u64>()
+        .is_ok_and(|n| n <= 1024);
+    if s.exit_code != Some(0) || !small {
         return Ok(false);
     }
-    let text = String::from_utf8_lossy(&b.stdout.kept).into_owned();
+    let sha256 = e.oid.len() == 64;
+    let Some(pointer) = read_objects(git, std::slice::from_ref(&e.oid), "blob", sha256, 1024)
+        .await?
+        .remove(&e.oid)
+    else {
+        return Ok(false);
+    };
+    let text = String::from_utf8_lossy(&pointer).into_owned();
     let mut lines = text.lines();
     if lines.next() != Some("version https://git-lfs.github.com/spec/v1") {
         return Ok(false);
@@ -941,4 +936,253 @@ async fn submodule_clean(
         return Ok(false);
     }
     Box::pin(clean(&sub, deadline, depth + 1)).await
+}
+
+async fn is_sha256(git: &Git) -> Result<bool, ProbeError> {
+    let f = listing(git, &["rev-parse", "--show-object-format"], &[]).await?;
+    Ok(String::from_utf8_lossy(&f).trim() == "sha256")
+}
+
+/// git's id of an object of this type and content.
+fn object_id(kind: &str, content: &[u8], sha256: bool) -> String {
+    let header = format!("{kind} {}\0", content.len());
+    if sha256 {
+        let mut h = Sha256::new();
+        h.update(header.as_bytes());
+        h.update(content);
+        hex::encode(h.finalize())
+    } else {
+        use sha1::Digest as _;
+        let mut h = sha1::Sha1::new();
+        h.update(header.as_bytes());
+        h.update(content);
+        hex::encode(h.finalize())
+    }
+}
+
+/// Read objects with `git cat-file --batch` and check that each hashes to its id and
+/// has the type asked for. A missing object is left out of the map; one whose content
+/// does not match its id is an error (the object store was altered).
+async fn read_objects(
+    git: &Git,
+    oids: &[String],
+    kind: &str,
+    sha256: bool,
+    max_total: u64,
+) -> Result<std::collections::HashMap<String, Vec<u8>>, ProbeError> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut out = std::collections::HashMap::new();
+    if oids.is_empty() {
+        return Ok(out);
+    }
+    let mut cmd = tokio::process::Command::new(&git.program);
+    cmd.env_clear()
+        .envs(git.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .args(&git.args)
+        .args(["cat-file", "--batch"])
+        .current_dir(&git.repo)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| ProbeError::Spawn {
+        program: git.program.display().to_string(),
+        reason: paths::io_reason(&e),
+    })?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| git_err("no stdin for git cat-file"))?;
+    let mut stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| git_err("no stdout for git cat-file"))?;
+    let input: Vec<u8> = oids
+        .iter()
+        .flat_map(|o| format!("{o}\n").into_bytes())
+        .collect();
+    let write = async move {
+        let r = stdin.write_all(&input).await;
+        drop(stdin);
+        r
+    };
+    let read = async {
+        let mut buf = Vec::new();
+        let limit = max_total.saturating_add(oids.len() as u64 * 128);
+        (&mut stdout)
+            .take(limit + 1)
+            .read_to_end(&mut buf)
+            .await
+            .map(|_| (buf, limit))
+    };
+    let (w, r) = tokio::join!(write, read);
+    let (buf, limit) =
+        r.map_err(|e| git_err(format!("reading git cat-file: {}", paths::io_reason(&e))))?;
+    let status = child
+        .wait()
+        .await
+        .map_err(|e| git_err(paths::io_reason(&e)))?;
+    if buf.len() as u64 > limit {
+        return Err(git_err(format!("objects read exceed {max_total} bytes")));
+    }
+    w.map_err(|e| git_err(format!("writing to git cat-file: {}", paths::io_reason(&e))))?;
+    if !status.success() {
+        return Err(git_err(format!("git cat-file --batch failed ({status})")));
+    }
+    let bad = || git_err("git cat-file --batch printed something that is not an object");
+    let mut rest = &buf[..];
+    for oid in oids {
+        let nl = rest.iter().position(|&b| b == b'\n').ok_or_else(bad)?;
+        let header = std::str::from_utf8(&rest[..nl]).map_err(|_| bad())?;
+        rest = &rest[nl + 1..];
+        let parts: Vec<&str> = header.split(' ').collect();
+        match parts.as_slice() {
+            [id, "missing"] if id == oid => continue,
+            [id, t, size] if id == oid => {
+                let size: usize = size.parse().map_err(|_| bad())?;
+                if rest.len() < size + 1 {
+                    return Err(bad());
+                }
+                let content = &rest[..size];
+                rest = &rest[size + 1..];
+                if object_id(t, content, sha256) != *oid {
+                    return Err(git_err(format!(
+                        "object {oid} does not hash to its id: the repository's object store was altered"
+                    )));
+                }
+                if *t != kind {
+                    return Err(git_err(format!("object {oid} is a {t}, not a {kind}")));
+                }
+                out.insert(oid.clone(), content.to_vec());
+            }
+            _ => return Err(bad()),
+        }
+    }
+    Ok(out)
+}
+
+/// The root tree of a commit, read from the verified commit object.
+async fn commit_tree(git: &Git, commit: &str, sha256: bool) -> Result<String, ProbeError> {
+    let c = read_objects(git, &[commit.to_string()], "commit", sha256, MAX_LIST)
+        .await?
+        .remove(commit)
+        .ok_or_else(|| git_err(format!("commit {commit} is missing")))?;
+    let first = c.split(|&b| b == b'\n').next().unwrap_or(b"");
+    let tree = std::str::from_utf8(first)
+        .ok()
+        .and_then(|l| l.strip_prefix("tree "))
+        .filter(|t| t.len() == if sha256 { 64 } else { 40 })
+        .ok_or_else(|| git_err(format!("commit {commit} names no tree")))?;
+    Ok(tree.to_string())
+}
+
+/// Parse a tree object: `mode SP name NUL id` entries.
+fn parse_tree_object(
+    content: &[u8],
+    sha256: bool,
+    prefix: &[u8],
+) -> Result<Vec<Tracked>, ProbeError> {
+    let idlen = if sha256 { 32 } else { 20 };
+    let bad = || git_err("a tree object is malformed");
+    let mut v = Vec::new();
+    let mut rest = content;
+    while !rest.is_empty() {
+        let sp = rest.iter().position(|&b| b == b' ').ok_or_else(bad)?;
+        let mode = std::str::from_utf8(&rest[..sp]).map_err(|_| bad())?;
+        let mode = u32::from_str_radix(mode, 8).map_err(|_| bad())?;
+        rest = &rest[sp + 1..];
+        let nul = rest.iter().position(|&b| b == 0).ok_or_else(bad)?;
+        let name = &rest[..nul];
+        if name.is_empty() || name.contains(&b'/') || name == b"." || name == b".." {
+            return Err(bad());
+        }
+        rest = &rest[nul + 1..];
+        if rest.len() < idlen {
+            return Err(bad());
+        }
+        let oid = hex::encode(&rest[..idlen]);
+        rest = &rest[idlen..];
+        // Canonical modes, as git reads them (old trees hold 100664 and the like).
+        let mode = match mode & 0o170000 {
+            0o100000 if mode & 0o100 != 0 => 0o100755,
+            0o100000 => 0o100644,
+            0o040000 => 0o40000,
+            other => other,
+        };
+        let mut path = prefix.to_vec();
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+        v.push(Tracked { mode, oid, path });
+    }
+    Ok(v)
+}
+
+/// Every file, symlink and submodule under a tree (what `git ls-tree -r` lists), from
+/// verified tree objects, read a level at a time.
+async fn walk_tree(git: &Git, root: &str, sha256: bool) -> Result<Vec<Tracked>, ProbeError> {
+    let mut files = Vec::new();
+    let mut level: Vec<(String, Vec<u8>)> = vec![(root.to_string(), Vec::new())];
+    while !level.is_empty() {
+        let oids: Vec<String> = level.iter().map(|(o, _)| o.clone()).collect();
+        let trees = read_objects(git, &oids, "tree", sha256, MAX_LIST).await?;
+        let mut next = Vec::new();
+        for (oid, prefix) in &level {
+            let content = trees
+                .get(oid)
+                .ok_or_else(|| git_err(format!("tree {oid} is missing")))?;
+            for e in parse_tree_object(content, sha256, prefix)? {
+                if e.mode == 0o40000 {
+                    next.push((e.oid, e.path));
+                } else {
+                    files.push(e);
+                }
+            }
+        }
+        level = next;
+    }
+    Ok(files)
+}
+
+/// The entry at `path` under a tree, walking verified trees; `None` when absent.
+async fn find_path(
+    git: &Git,
+    root: &str,
+    path: &str,
+    sha256: bool,
+) -> Result<Option<Tracked>, ProbeError> {
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let mut entry = Tracked {
+        mode: 0o40000,
+        oid: root.to_string(),
+        path: Vec::new(),
+    };
+    for part in parts {
+        if entry.mode != 0o40000 {
+            return Ok(None);
+        }
+        let trees = read_objects(
+            git,
+            std::slice::from_ref(&entry.oid),
+            "tree",
+            sha256,
+            MAX_LIST,
+        )
+        .await?;
+        let content = trees
+            .get(&entry.oid)
+            .ok_or_else(|| git_err(format!("tree {} is missing", entry.oid)))?;
+        match parse_tree_object(content, sha256, &entry.path)?
+            .into_iter()
+            .find(|e| e.path.rsplit(|&b| b == b'/').next() == Some(part.as_bytes()))
+        {
+            Some(e) => entry = e,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(entry))
 }

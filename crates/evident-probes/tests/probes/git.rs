@@ -629,3 +629,69 @@ async fn lfs_pointer_files_read_clean_without_git_lfs() {
     std::fs::write(r.join("model.bin"), &pointer).unwrap();
     assert_eq!(observe_clean(d.path()).await.unwrap(), json!(true));
 }
+
+/// The loose object file holding `oid`.
+fn loose(repo: &Path, oid: &str) -> std::path::PathBuf {
+    repo.join(".git/objects").join(&oid[..2]).join(&oid[2..])
+}
+
+/// Put the object file of `from` where `to`'s is: git then reads `from`'s content
+/// under `to`'s id (it does not check the hash when reading).
+fn forge(repo: &Path, to: &str, from: &str) {
+    let dst = loose(repo, to);
+    std::fs::remove_file(&dst).unwrap();
+    std::fs::copy(loose(repo, from), &dst).unwrap();
+}
+
+/// The object store is the writer's: a loose object replaced by another's file makes
+/// plain git show other content under a committed id. The probe hashes every object it
+/// reads (commit, trees, blob), so the forgery is an error, never a match; untouched
+/// objects read as before (the twin).
+#[tokio::test]
+async fn a_forged_object_store_is_detected() {
+    let d = tempfile::tempdir().unwrap();
+    repo(d.path());
+    let r = d.path().join("repo");
+    let c = ctx(d.path());
+    // A file at HEAD made to read as its first version.
+    let real = git(&r, &["rev-parse", "HEAD:zip.txt"]);
+    let old = git(&r, &["rev-parse", "HEAD~1:zip.txt"]);
+    forge(&r, &real, &old);
+    assert_eq!(
+        git(&r, &["cat-file", "blob", "HEAD:zip.txt"]),
+        "94107",
+        "plain git is fooled"
+    );
+    let e = err(run(
+        &src(r#"{ git = { repo = "repo", file = "zip.txt" } }"#),
+        &c,
+        20.0,
+    )
+    .await);
+    assert!(e.to_string().contains("does not hash to its id"), "{e}");
+    // The first commit's objects are untouched and read fine.
+    let o = ok(run(
+        &src(r#"{ git = { repo = "repo", rev = "HEAD~1", file = "zip.txt" } }"#),
+        &c,
+        20.0,
+    )
+    .await);
+    assert_eq!(
+        o["file_sha256"],
+        json!(hex::encode(Sha256::digest(b"94107\n")))
+    );
+
+    // `clean` after committing nothing: the edit staged, and HEAD's tree object
+    // replaced by a tree that holds the edit.
+    let d = tempfile::tempdir().unwrap();
+    repo(d.path());
+    let r = d.path().join("repo");
+    let head_tree = git(&r, &["rev-parse", "HEAD^{tree}"]);
+    std::fs::write(r.join("zip.txt"), "00000\n").unwrap();
+    git(&r, &["add", "zip.txt"]);
+    let edited_tree = git(&r, &["write-tree"]);
+    forge(&r, &head_tree, &edited_tree);
+    // (git checks tree hashes itself; either way nothing is observed.)
+    let e = observe_clean(d.path()).await.unwrap_err();
+    assert!(e.to_string().contains("hash"), "{e}");
+}
