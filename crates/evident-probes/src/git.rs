@@ -49,6 +49,8 @@ pub const OVERRIDES: &[(&str, &str)] = &[
     ("submodule.recurse", "false"),
     ("fetch.recurseSubmodules", "false"),
     ("init.templateDir", ""),
+    ("interactive.diffFilter", ""),
+    ("core.useReplaceRefs", "false"),
     // No network and no remote helpers: only local paths may be cloned.
     ("protocol.allow", "never"),
     ("protocol.file.allow", "always"),
@@ -174,7 +176,8 @@ pub fn neutralise(config_list: &[u8]) -> Result<Vec<String>, Refusal> {
             "merge" => var == "driver",
             "credential" => var == "helper",
             "remote" => matches!(var.as_str(), "uploadpack" | "receivepack" | "vcs" | "proxy"),
-            "difftool" | "mergetool" => var == "cmd",
+            "difftool" | "mergetool" | "guitool" | "browser" | "man" => var == "cmd",
+            "tar" => var == "command",
             "gpg" => var == "program",
             "http" => var == "proxy",
             _ => false,
@@ -1185,4 +1188,60 @@ async fn find_path(
         }
     }
     Ok(Some(entry))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neutralise_blanks_named_drivers_and_refuses_worktree() {
+        let list =
+            b"core.bare\nfalse\0filter.LFS.clean\ngit-lfs clean\0filter.LFS.required\ntrue\0\
+diff.x.textconv\nexec\0merge.m.driver\nx\0credential.https://h.example.helper\nstore\0\
+remote.origin.url\nhttps://h\0remote.origin.uploadpack\nx\0tar.tgz.command\ngzip\0\
+user.name\nDev\0core.hooksPath\n.husky\0boolkey.x\0";
+        let args = neutralise(list).unwrap();
+        let pairs: Vec<&str> = args.iter().skip(1).step_by(2).map(String::as_str).collect();
+        assert_eq!(
+            pairs,
+            [
+                "filter.LFS.clean=",
+                "filter.LFS.required=false",
+                "diff.x.textconv=",
+                "merge.m.driver=",
+                "credential.https://h.example.helper=",
+                "remote.origin.uploadpack=",
+                "tar.tgz.command=",
+            ]
+        );
+        assert!(args.iter().step_by(2).all(|a| a == "-c"));
+        let e = neutralise(b"core.WorkTree\n/elsewhere\0").unwrap_err();
+        assert_eq!(e.key, "core.worktree");
+        assert!(e.to_string().contains("core.worktree"));
+    }
+
+    #[test]
+    fn tree_objects_parse_and_ids_hash() {
+        // "100644 a\0<20 bytes>" + "40000 d\0<20 bytes>"
+        let mut t = b"100664 a\0".to_vec();
+        t.extend([0x11; 20]);
+        t.extend(b"40000 d\0");
+        t.extend([0x22; 20]);
+        let e = parse_tree_object(&t, false, b"top").unwrap();
+        assert_eq!(e[0].path, b"top/a");
+        assert_eq!(e[0].mode, 0o100644);
+        assert_eq!(e[1].mode, 0o40000);
+        assert_eq!(e[1].oid, "22".repeat(20));
+        assert!(parse_tree_object(b"100644 ../x\0", false, b"").is_err());
+        // The empty blob's well-known ids.
+        assert_eq!(
+            blob_id(b"", false),
+            "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+        );
+        assert_eq!(
+            blob_id(b"", true),
+            "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813"
+        );
+    }
 }

@@ -695,3 +695,30 @@ async fn a_forged_object_store_is_detected() {
     let e = observe_clean(d.path()).await.unwrap_err();
     assert!(e.to_string().contains("hash"), "{e}");
 }
+
+/// A SHA-256 repository reads the same: objects hashed with SHA-256.
+#[tokio::test]
+async fn sha256_repositories() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path().join("repo");
+    std::fs::create_dir_all(r.join("src")).unwrap();
+    git(&r, &["init", "-q", "--object-format=sha256", "-b", "main"]);
+    std::fs::write(r.join("src/zip.txt"), "94107\n").unwrap();
+    git(&r, &["add", "."]);
+    git(&r, &["commit", "-q", "-m", "first"]);
+    let c = ctx(d.path());
+    let o = ok(run(
+        &src(r#"{ git = { repo = "repo", file = "src/zip.txt" } }"#),
+        &c,
+        20.0,
+    )
+    .await);
+    assert_eq!(o["clean"], json!(true), "{o:?}");
+    assert_eq!(o["commit"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        o["file_sha256"],
+        json!(hex::encode(Sha256::digest(b"94107\n")))
+    );
+    std::fs::write(r.join("src/zip.txt"), "10001\n").unwrap();
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+}
