@@ -62,6 +62,8 @@ pub const OVERRIDES: &[(&str, &str)] = &[
     ("core.untrackedCache", "false"),
     ("core.splitIndex", "false"),
     ("core.ignoreStat", "false"),
+    // Case-insensitive matching would hide an untracked `APP.py` beside `app.py`.
+    ("core.ignoreCase", "false"),
     ("core.sparseCheckout", "false"),
     ("core.commitGraph", "false"),
     ("core.multiPackIndex", "false"),
@@ -88,16 +90,28 @@ pub const ENV: &[(&str, &str)] = &[
     ("LC_ALL", "C"),
 ];
 
-/// The environment for git: [`ENV`] plus `PATH` when given.
+/// The environment for git: [`ENV`] plus the absolute entries of `PATH` when given.
 pub fn env(path: Option<&str>) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = ENV
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    if let Some(p) = path {
-        v.push(("PATH".into(), p.into()));
+    if let Some(p) = absolute_path(path) {
+        v.push(("PATH".into(), p));
     }
     v
+}
+
+/// `PATH` without relative entries (`.`, `bin`, an empty one): those would find a
+/// `git` (or a program git starts) in whatever directory git runs in — the
+/// repository's.
+pub fn absolute_path(path: Option<&str>) -> Option<String> {
+    path.map(|p| {
+        p.split(':')
+            .filter(|d| d.starts_with('/'))
+            .collect::<Vec<_>>()
+            .join(":")
+    })
 }
 
 /// Arguments placed before the subcommand: `--no-pager` and `-c key=value` for every
@@ -301,7 +315,8 @@ pub(crate) async fn observe(
         None => None,
     };
     let repo = paths::existing(&ctx.root, spec.repo.as_deref().unwrap_or("."), true)?;
-    let path_var = ctx.env.get("PATH").map(String::as_str);
+    let path_var = absolute_path(ctx.env.get("PATH").map(String::as_str));
+    let path_var = path_var.as_deref();
     let program = resolve_program("git", &repo, path_var)?;
     let mut git = Git {
         program,
@@ -1219,6 +1234,17 @@ user.name\nDev\0core.hooksPath\n.husky\0boolkey.x\0";
         let e = neutralise(b"core.WorkTree\n/elsewhere\0").unwrap_err();
         assert_eq!(e.key, "core.worktree");
         assert!(e.to_string().contains("core.worktree"));
+    }
+
+    #[test]
+    fn relative_path_entries_are_dropped() {
+        assert_eq!(
+            absolute_path(Some(".:/usr/bin::bin:/bin")).as_deref(),
+            Some("/usr/bin:/bin")
+        );
+        let e = env(Some("./x:/usr/bin"));
+        assert!(e.contains(&("PATH".to_string(), "/usr/bin".to_string())));
+        assert!(!e.iter().any(|(k, _)| k == "HOME" || k == "GIT_DIR"));
     }
 
     #[test]

@@ -313,6 +313,7 @@ async fn no_repository_config_program_ever_runs() {
     assert!(marker.exists(), "the canary must work: {plain:?}");
     std::fs::remove_file(&marker).unwrap();
 
+    let before = snapshot(&r.join(".git"));
     let c = ctx(d.path());
     let o = ok(run(&src(r#"{ git = { repo = "repo" } }"#), &c, 20.0).await);
     assert_eq!(o["clean"], json!(true), "{o:?}");
@@ -336,6 +337,10 @@ async fn no_repository_config_program_ever_runs() {
     assert!(
         e.to_string().contains("app.py") && e.to_string().contains("filter=x"),
         "{e}"
+    );
+    assert!(
+        snapshot(&r.join(".git")) == before,
+        "observing wrote to .git"
     );
     assert!(
         !marker.exists(),
@@ -572,6 +577,18 @@ async fn only_committed_ignore_rules_hide_untracked_files() {
     std::fs::remove_dir_all(r.join("newdir")).unwrap();
     assert_eq!(observe_clean(d.path()).await.unwrap(), json!(true));
 
+    // core.ignoreCase makes git take `A.PY` for the tracked `a.py`.
+    git(&r, &["config", "core.ignoreCase", "true"]);
+    std::fs::write(r.join("src/A.PY"), "new").unwrap();
+    assert_eq!(
+        git(&r, &["status", "--porcelain"]),
+        "",
+        "plain git is fooled"
+    );
+    assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+    std::fs::remove_file(r.join("src/A.PY")).unwrap();
+    git(&r, &["config", "--unset", "core.ignoreCase"]);
+
     std::fs::write(r.join("hidden.py"), "h").unwrap();
     std::fs::write(r.join(".git/info/exclude"), "hidden.py\n").unwrap();
     assert_eq!(
@@ -721,4 +738,27 @@ async fn sha256_repositories() {
     );
     std::fs::write(r.join("src/zip.txt"), "10001\n").unwrap();
     assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
+}
+
+/// Every file under `dir` with its content and modification time.
+fn snapshot(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push((
+                    e.path(),
+                    std::fs::read(e.path()).unwrap_or_default(),
+                    m.modified().unwrap(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
 }
