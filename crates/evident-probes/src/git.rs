@@ -671,10 +671,27 @@ fn blob_id(content: &[u8], sha256: bool) -> String {
     object_id("blob", content, sha256)
 }
 
+/// Open a work-tree file that was seen as a regular file: without following a symlink
+/// and without blocking (a FIFO put there meanwhile would block the open forever),
+/// and only if it still is a regular file.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let f = std::fs::File::from(fd);
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file any more"));
+    }
+    Ok(f)
+}
+
 /// The same id, streaming a file (any size) instead of holding it.
 fn file_blob_id(path: &Path, len: u64, sha256: bool) -> std::io::Result<String> {
     use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
+    let mut f = open_regular(path)?;
     let header = format!("blob {len}\0");
     let mut buf = vec![0u8; 256 * 1024];
     let mut s2 = Sha256::new();
@@ -894,7 +911,7 @@ async fn lfs_same(git: &Git, top: &Path, e: &Tracked) -> Result<bool, ProbeError
     let path = top.join(std::ffi::OsStr::from_bytes(&e.path));
     let digest = tokio::task::spawn_blocking(move || -> std::io::Result<(u64, String)> {
         use std::io::Read;
-        let mut f = std::fs::File::open(path)?;
+        let mut f = open_regular(&path)?;
         let mut h = Sha256::new();
         let mut buf = vec![0u8; 256 * 1024];
         let mut n = 0u64;
