@@ -151,6 +151,13 @@ pub fn render(
         verdict.state.as_str().to_uppercase(),
         verdict.decided_at
     );
+    if let Some(c) = verdict.coverage {
+        let _ = writeln!(
+            out,
+            "coverage  {} of {} mutations covered by satisfying evidence",
+            c.covered, c.total
+        );
+    }
     if !verdict.unmet.is_empty() {
         let _ = writeln!(out, "unmet     {}", shown(&verdict.unmet.join(", ")));
     }
@@ -234,8 +241,10 @@ pub fn exit_code(state: State, on_unverified: OnUnverified) -> u8 {
     match (state, on_unverified) {
         (State::Verified, _) => crate::exit::OK,
         (State::Refuted, _) => crate::exit::REFUTED,
-        (State::Unverified, OnUnverified::Block) => crate::exit::BLOCKED,
-        (State::Unverified, OnUnverified::Warn | OnUnverified::Record) => crate::exit::OK,
+        (State::Unverified | State::Partial, OnUnverified::Block) => crate::exit::BLOCKED,
+        (State::Unverified | State::Partial, OnUnverified::Warn | OnUnverified::Record) => {
+            crate::exit::OK
+        }
     }
 }
 

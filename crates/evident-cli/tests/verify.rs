@@ -446,3 +446,25 @@ fn a_large_claim_is_reported_quickly() {
         "verify took {took:?}"
     );
 }
+
+/// `--partial` (the spec's open question 2): one of two mutations covered is `partial`
+/// with a count, still exit 3; without it, unverified.
+#[test]
+fn partial_coverage_is_its_own_state_only_when_asked() {
+    let mut doc = spec_example();
+    doc["mutations"].as_array_mut().unwrap().push(json!({
+        "id": "m2", "kind": "state_write", "target": "accounts/4472", "at": "2026-08-27T18:04:02Z"
+    }));
+    let (code, out, _) = verify(&doc, &[]);
+    assert_eq!(code, 3);
+    assert!(out.contains("verdict   UNVERIFIED"), "{out}");
+    let (code, out, _) = verify(&doc, &["--partial"]);
+    assert_eq!(code, 3);
+    assert!(out.contains("verdict   PARTIAL"), "{out}");
+    assert!(out.contains("coverage  1 of 2 mutations"), "{out}");
+    let (code, out, _) = verify(&doc, &["--partial", "--json", "--on-unverified", "warn"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["verdict"]["state"], "partial");
+    assert_eq!(v["verdict"]["coverage"], json!({"covered": 1, "total": 2}));
+}

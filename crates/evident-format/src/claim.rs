@@ -218,6 +218,11 @@ pub struct Policy {
     /// What an `unverified` verdict does: `block` (the default) exits 3; `warn`/`record` exit 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_unverified: Option<OnUnverified>,
+    /// evident extension (the spec's open question 2): with `true`, a claim in which
+    /// some mutations are covered by satisfying evidence and others are not is
+    /// `partial` instead of `unverified`. Off by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<bool>,
 }
 
 /// A non-negative, finite number of seconds.

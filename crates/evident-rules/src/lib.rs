@@ -8,4 +8,4 @@ pub mod belief;
 pub mod compare;
 pub mod verdict;
 
-pub use verdict::{Code, Finding, Options, State, Verdict, decide};
+pub use verdict::{Code, Coverage, Finding, Options, State, Verdict, decide};

@@ -21,6 +21,10 @@ pub enum State {
     Unverified,
     /// Fresh independent evidence contradicts the claim.
     Refuted,
+    /// evident extension, only under `policy.partial = true`: some mutations are
+    /// covered by satisfying evidence, others are not (and nothing contradicts).
+    /// Not done, like `unverified`, but with part of the work proven.
+    Partial,
 }
 
 impl State {
@@ -29,6 +33,7 @@ impl State {
             State::Verified => "verified",
             State::Unverified => "unverified",
             State::Refuted => "refuted",
+            State::Partial => "partial",
         }
     }
 }
@@ -133,6 +138,17 @@ pub struct Verdict {
     #[schemars(with = "String")]
     pub decided_at: Timestamp,
     pub findings: Vec<Finding>,
+    /// Under `policy.partial = true`: how many of the claim's mutations are covered by
+    /// satisfying evidence, of how many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
+}
+
+/// Covered vs total mutations, for a `partial` verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Coverage {
+    pub covered: usize,
+    pub total: usize,
 }
 
 /// Inputs to the decision besides the claim itself.
@@ -372,6 +388,36 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
         }
         (State::Unverified, reason)
     };
+    // Partial coverage as its own state, only when the policy opts in.
+    let partial_on = claim.policy.as_ref().and_then(|p| p.partial) == Some(true);
+    let total = claim.mutations.len();
+    let n_covered = claim
+        .mutations
+        .iter()
+        .filter(|m| covered.contains(m.id.as_str()))
+        .count();
+    let (state, reason, coverage) = match state {
+        State::Unverified if partial_on && n_covered > 0 && n_covered < total => (
+            State::Partial,
+            format!(
+                "Partial: {n_covered} of {total} mutations are covered by fresh, independent evidence that matches. {}",
+                reason.trim_start_matches("Unverified: ")
+            ),
+            Some(Coverage {
+                covered: n_covered,
+                total,
+            }),
+        ),
+        _ if partial_on => (
+            state,
+            reason,
+            Some(Coverage {
+                covered: n_covered,
+                total,
+            }),
+        ),
+        _ => (state, reason, None),
+    };
 
     Verdict {
         state,
@@ -379,6 +425,7 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
         reason,
         decided_at: decided_at.clone(),
         findings,
+        coverage,
     }
 }
 

@@ -115,6 +115,7 @@ fn claim() -> impl Strategy<Value = Claim> {
                     requires,
                     max_age_s: max_age.map(|m| MaxAge(f64::from(m))),
                     on_unverified: None,
+                    partial: None,
                 }),
                 verdict: None,
                 required_checks: None,

@@ -141,3 +141,17 @@ vec("required-check-named-key-changed", "Both waves satisfy an endpoint's body_c
     {"state": "unverified", "unmet": ["check:api"]})
 vec("invalid-required-check-unknown-wave", "A wave is before, command or after.",
     lambda d: d.update(required_checks=[{"id": "zip", "waves": ["during"]}]), {"invalid": "required_checks[0].waves[0]"})
+
+# The `partial` extension (the spec's open question 2), only under policy.partial = true.
+two = lambda d: d["mutations"].append({"id": "m2", "kind": "state_write", "target": "accounts/4472", "at": "2026-08-27T18:04:02Z"})
+vec("partial-needs-the-opt-in", "Without policy.partial, one covered mutation of two is unverified, as in v0.1.",
+    two, {"state": "unverified", "unmet": ["mutation:m2"]})
+vec("partial-with-the-opt-in", "With policy.partial = true, one covered mutation of two is partial, unmet as usual.",
+    lambda d: (two(d), d["policy"].update(partial=True)), {"state": "partial", "unmet": ["mutation:m2"]})
+vec("partial-nothing-covered-stays-unverified", "Partial needs some mutation covered: none covered stays unverified.",
+    lambda d: (two(d), d["policy"].update(partial=True), d.update(evidence=[])),
+    {"state": "unverified", "unmet": ["state_readback", "mutation:m1", "mutation:m2"]})
+vec("partial-contradiction-still-refutes", "A contradiction refutes whatever the opt-in.",
+    lambda d: (two(d), d["policy"].update(partial=True), ev(d).update(observed_value={"billing_zip": "1"})), refuted)
+vec("partial-everything-covered-verifies", "All mutations covered under the opt-in: verified.",
+    lambda d: d["policy"].update(partial=True), ok)

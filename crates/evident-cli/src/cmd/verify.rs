@@ -41,6 +41,10 @@ pub struct Args {
     /// `evident ledger verify --trust` can tell this record from one anyone else wrote.
     #[arg(long, value_name = "FILE")]
     pub key: Option<std::path::PathBuf>,
+    /// Report a claim whose mutations are only partly covered as `partial` (an evident
+    /// extension; exit 3 like unverified unless --on-unverified says otherwise).
+    #[arg(long)]
+    pub partial: bool,
     #[command(flatten)]
     pub record: crate::record::RecordArgs,
 }
@@ -94,6 +98,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => None,
     };
     let decided_at = input::decision_time(args.now.as_deref())?;
+    if args.partial {
+        doc.claim.policy.get_or_insert_with(Policy::default).partial = Some(true);
+    }
     let options = match &args.trust {
         None => Options::default(),
         Some(path) => {
