@@ -7,8 +7,7 @@
 mod cmd;
 mod exit;
 mod input;
-mod record;
-mod report;
+mod output;
 
 use clap::{Parser, Subcommand};
 
@@ -86,7 +85,10 @@ fn main() -> std::process::ExitCode {
         Err(e) => {
             // Messages quote the input (an unknown enum value, a bad timestamp): escape
             // its control characters so a document cannot drive the terminal.
-            eprintln!("error: {}", report::shown(&format!("{e:#}")));
+            eprintln!(
+                "error: {}",
+                evident_pipeline::render::shown(&format!("{e:#}"))
+            );
             std::process::ExitCode::from(exit::INVALID)
         }
     }

@@ -515,3 +515,29 @@ fn dry_run_and_only() {
     assert_eq!(code, 2);
     assert!(err.contains("zip-4471, unit-tests"), "{err}");
 }
+
+/// `--markdown FILE` writes a job summary: the verdict, one row per observation; the
+/// agent's text cannot break the table.
+#[test]
+fn markdown_summary_for_ci() {
+    let tmp = tempfile::tempdir().unwrap();
+    let md = tmp.path().join("summary.md");
+    let (code, _, err) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(repo().join("examples/billing/contract-4472.toml"))
+        .arg(repo().join("examples/billing/claim-refuted.json"))
+        .arg("--no-record")
+        .arg("--markdown")
+        .arg(&md));
+    assert_eq!(code, 1, "{err}");
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains("**refuted**"), "{text}");
+    assert!(text.contains("| `zip-4472` | before |"), "{text}");
+    assert!(text.contains("| `zip-4472` | after |"), "{text}");
+    assert!(
+        text.lines()
+            .filter(|l| l.starts_with("| `"))
+            .all(|l| l.matches(" | ").count() == 3),
+        "{text}"
+    );
+}

@@ -4,10 +4,8 @@
 //! - [`run`]: the checks run concurrently under one deadline; their observations become
 //!   `independent` evidence (verifier `evident/<version>`), and the claim is decided
 //!   under the contract's policy.
-//! - [`junit`]: the outcome as JUnit XML for CI systems.
 
 pub mod contract;
-pub mod junit;
 pub mod lint;
 pub mod run;
 

@@ -1,7 +1,7 @@
 //! `evident gate CONTRACT CLAIM`: run the owner's contract against the world now, add
 //! what it observed as independent evidence, and decide the agent's claim.
 
-use crate::{input, report};
+use crate::input;
 use anyhow::{Context as _, anyhow};
 use evident_format::Claim;
 use evident_gate::{Contract, Settings};
@@ -30,6 +30,10 @@ pub struct Args {
     /// Also write the outcome as JUnit XML to this file (for CI systems).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also write the decision as Markdown to this file (for a CI job summary, e.g.
+    /// `$GITHUB_STEP_SUMMARY`).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
     /// Checks run at once.
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub jobs: usize,
@@ -52,7 +56,7 @@ pub struct Args {
     #[arg(long, value_name = "CHECK")]
     pub only: Option<String>,
     #[command(flatten)]
-    pub record: crate::record::RecordArgs,
+    pub record: crate::output::RecordArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -88,7 +92,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 serde_json::to_string_pretty(&serde_json::json!({ "checks": plan }))?
             );
         } else {
-            print!("{}", report::render_plan(&contract.contract, &plan));
+            print!(
+                "{}",
+                evident_pipeline::render::plan(&contract.contract, &plan)
+            );
         }
         return Ok(crate::exit::OK);
     }
@@ -114,106 +121,31 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Some(path) => Some(evident_ledger::sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
         None => None,
     };
-    let trust = crate::record::trust_list(&contract.contract.trust)?;
-    let placement = crate::record::placement_warnings(&args.record, args.key.as_deref(), &root);
     let settings = Settings {
         jobs: args.jobs.max(1),
         deadline,
         context: evident_probes::Context::from_process(root),
-        verifier_id: key
-            .as_ref()
-            .map_or_else(evident_gate::verifier_id, |k| k.id().to_string()),
+        verifier_id: evident_gate::verifier_id(),
         progress: progress_line(),
         only: args.only.clone(),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let authenticate = |item: &serde_json::Value| {
-        trust
-            .as_ref()
-            .is_some_and(|t| evident_ledger::sign::authenticate(item, t).is_ok())
-    };
-    let sign = |item: &serde_json::Value| {
-        key.as_ref()
-            .and_then(|k| evident_ledger::sign::sign_evidence(item, k).ok())
-    };
-    let mut outcome = runtime.block_on(evident_gate::run::run(
-        &contract.contract,
+    let decision = evident_pipeline::gate(evident_pipeline::GateRequest {
+        contract: &contract,
+        contract_name,
         claim,
-        &settings,
-        &authenticate,
-        &sign,
-    ));
-
-    if let Some(path) = &args.junit {
-        std::fs::write(path, evident_gate::junit::render(&outcome))
-            .with_context(|| format!("{}: cannot write the JUnit report", path.display()))?;
-    }
-    let mut warnings = report::decision_warnings(&outcome.claim, &outcome.verdict, true);
-    warnings.extend(outcome.warnings.iter().cloned());
-    warnings.extend(placement);
-    if args.json {
-        let mut doc = serde_json::from_str::<serde_json::Value>(
-            &crate::cmd::verify::document_json(&outcome.document, &outcome.verdict, &warnings)?,
-        )?;
-        doc["gate"] = serde_json::json!({
-            "verifier": settings.verifier_id,
-            "contract": contract_name,
-            "checks": outcome.runs,
-            "plan": outcome.plan,
-            "partial": outcome.partial,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        let notes = |i: usize| {
-            outcome
-                .runs
-                .iter()
-                .filter(|r| r.evidence == i)
-                .map(|r| {
-                    let when = match r.wave {
-                        evident_format::Wave::Before => ", before the commands",
-                        evident_format::Wave::After => ", after the commands",
-                        evident_format::Wave::Command => "",
-                    };
-                    format!(
-                        "gate check {:?} ran in {} ms{when}",
-                        r.check_id, r.duration_ms
-                    )
-                })
-                .collect()
-        };
-        print!(
-            "{}",
-            report::render(&outcome.claim, &outcome.verdict, &warnings, &notes)
-        );
-        let skipped: Vec<&evident_gate::Planned> =
-            outcome.plan.iter().filter(|p| p.waves.is_empty()).collect();
-        if !skipped.is_empty() {
-            println!("\nchecks not run");
-            for p in skipped {
-                println!(
-                    "  {} — {}",
-                    report::shown(&p.check_id),
-                    report::shown(&p.why)
-                );
-            }
-        }
-    }
-    crate::record::record(
-        &args.record,
-        "gate",
-        std::mem::take(&mut outcome.document),
-        Some(&contract.raw),
-        &outcome.verdict,
-        key.as_ref(),
-    )?;
-    Ok(report::exit_code(
-        outcome.verdict.state,
-        outcome.on_unverified,
-    ))
+        settings,
+        key: key.as_ref(),
+        key_path: args.key.as_deref(),
+        recording: args.record.recording(),
+    });
+    crate::output::show(
+        decision,
+        &crate::output::Outputs {
+            json: args.json,
+            junit: args.junit.clone(),
+            markdown: args.markdown.clone(),
+        },
+    )
 }
 
 /// On a terminal, a one-line count of finished checks on stderr (erased at the end),

@@ -1,10 +1,8 @@
 //! `evident verify FILE|-`: recompute the verdict of a Completion Claim v0.1 document.
 
-use crate::{input, report};
+use crate::input;
 use anyhow::anyhow;
 use evident_format::{Claim, OnUnverified, Policy};
-use evident_rules::{Options, decide};
-use serde_json::Value;
 
 /// Recompute the verdict of a Completion Claim v0.1 document.
 ///
@@ -45,8 +43,12 @@ pub struct Args {
     /// extension; exit 3 like unverified unless --on-unverified says otherwise).
     #[arg(long)]
     pub partial: bool,
+    /// Also write the decision as Markdown to this file (for a CI job summary, e.g.
+    /// `$GITHUB_STEP_SUMMARY`).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<std::path::PathBuf>,
     #[command(flatten)]
-    pub record: crate::record::RecordArgs,
+    pub record: crate::output::RecordArgs,
 }
 
 /// `--on-unverified`.
@@ -70,7 +72,7 @@ impl From<OnUnverifiedArg> for OnUnverified {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.trust.is_some() && args.policy.is_none() {
         anyhow::bail!(
-            "--trust needs --policy FILE: a trust list means the owner is deciding, so the owner's policy must replace the one the document carries\nhint: write the contract's [policy] as a file and pass it with --policy"
+            "--trust needs --policy FILE: a trust list means the owner is deciding, so the owner's policy must replace the one the document carries\nhint: write the contract's [policy] as a file (or pass the contract itself) with --policy"
         );
     }
     let bytes = input::read_limited(&args.file)?;
@@ -79,81 +81,44 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         &args.file
     };
-    let mut doc = Claim::parse(&bytes, name).map_err(|e| anyhow!("{e}"))?;
-    let policy_source = match &args.policy {
-        Some(path) => {
-            let policy = load_policy(path)?;
-            doc.claim.policy = Some(policy);
-            format!(
-                "from {} (the owner's), replacing the document's",
-                path.display()
-            )
-        }
-        None => "from the document (the agent's); its on_unverified does not lower the exit code"
-            .to_string(),
-    };
+    let document = Claim::parse(&bytes, name).map_err(|e| anyhow!("{e}"))?;
     drop(bytes); // a large claim is not held twice
+    let policy = match &args.policy {
+        Some(path) => Some((path.display().to_string(), load_policy(path)?)),
+        None => None,
+    };
+    let trust = match &args.trust {
+        Some(path) => {
+            Some(evident_ledger::sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?)
+        }
+        None => None,
+    };
     let key = match &args.key {
         Some(path) => Some(evident_ledger::sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
         None => None,
     };
-    let decided_at = input::decision_time(args.now.as_deref())?;
-    if args.partial {
-        doc.claim.policy.get_or_insert_with(Policy::default).partial = Some(true);
-    }
-    let options = match &args.trust {
-        None => Options::default(),
-        Some(path) => {
-            let trust = evident_ledger::sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?;
-            let items = doc.raw.get("evidence").and_then(Value::as_array);
-            let binding = doc.claim.binding();
-            Options {
-                authenticated: Some(
-                    items
-                        .map(|a| {
-                            a.iter()
-                                .map(|item| {
-                                    evident_ledger::sign::authenticate(item, &trust).is_ok()
-                                        && evident_gate::run::bound_here(item, &binding)
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                ),
-            }
-        }
+    let now = match &args.now {
+        Some(_) => Some(input::decision_time(args.now.as_deref())?),
+        None => None,
     };
-    let verdict = decide(&doc.claim, &decided_at, &options);
-    let warnings = report::decision_warnings(&doc, &verdict, options.authenticated.is_some());
-    if let (Some(obj), Some(p)) = (doc.raw.as_object_mut(), &doc.claim.policy)
-        && args.policy.is_some()
-    {
-        obj.insert("policy".into(), serde_json::to_value(p)?);
-    }
-    if args.json {
-        println!("{}", document_json(&doc.raw, &verdict, &warnings)?);
-    } else {
-        print!(
-            "{}",
-            report::render(&doc, &verdict, &warnings, &|_| Vec::new())
-        );
-        println!("policy    {policy_source}");
-    }
-    let raw = std::mem::take(&mut doc.raw);
-    crate::record::record(&args.record, "verify", raw, None, &verdict, key.as_ref())?;
-    // The document's own on_unverified is the agent's word: only the owner's policy
-    // file or the command line may let an unverified claim through.
-    let on_unverified = match (args.on_unverified, &args.policy) {
-        (Some(a), _) => a.into(),
-        (None, Some(_)) => doc
-            .claim
-            .policy
-            .as_ref()
-            .and_then(|p| p.on_unverified)
-            .unwrap_or_default(),
-        (None, None) => OnUnverified::Block,
-    };
-    Ok(report::exit_code(verdict.state, on_unverified))
+    let decision = evident_pipeline::verify(evident_pipeline::VerifyRequest {
+        document,
+        now,
+        trust,
+        policy,
+        on_unverified: args.on_unverified.map(Into::into),
+        partial: args.partial,
+        recording: args.record.recording(),
+        key: key.as_ref(),
+    });
+    crate::output::show(
+        decision,
+        &crate::output::Outputs {
+            json: args.json,
+            junit: None,
+            markdown: args.markdown.clone(),
+        },
+    )
 }
 
 /// Reads an owner's policy file (see [`evident_gate::contract::parse_policy`]).
@@ -161,22 +126,4 @@ pub fn load_policy(path: &std::path::Path) -> anyhow::Result<Policy> {
     let name = path.display().to_string();
     let bytes = input::read_limited(&name)?;
     evident_gate::contract::parse_policy(&bytes, &name).map_err(|e| anyhow!("{e}"))
-}
-
-/// The document as given, with `verdict` replaced by the recomputed one (plus the
-/// warnings, so a JSON reader sees what a person would).
-pub fn document_json(
-    raw: &Value,
-    verdict: &evident_rules::Verdict,
-    warnings: &[evident_format::Warning],
-) -> anyhow::Result<String> {
-    let mut out = raw.clone();
-    let mut v = serde_json::to_value(verdict)?;
-    if let Some(obj) = v.as_object_mut() {
-        obj.insert("warnings".into(), serde_json::to_value(warnings)?);
-    }
-    if let Some(obj) = out.as_object_mut() {
-        obj.insert("verdict".into(), v);
-    }
-    Ok(serde_json::to_string_pretty(&out)?)
 }

@@ -1,11 +1,11 @@
 //! JUnit XML for CI systems: one test case per check, failed when its evidence did not
 //! satisfy, plus one case for the verdict itself.
 
-use crate::run::Outcome;
+use crate::Decision;
 use evident_rules::{Code, State};
 
-/// Renders the outcome as a JUnit XML document.
-pub fn render(outcome: &Outcome) -> String {
+/// Renders a gate decision as a JUnit XML document.
+pub fn render(outcome: &Decision) -> String {
     let findings = &outcome.verdict.findings;
     let mut cases = String::new();
     let mut failures = 0;

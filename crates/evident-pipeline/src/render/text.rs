@@ -1,20 +1,33 @@
 //! The readable report shared by `verify` and `gate`: each mutation and the evidence
 //! that covers it, why each item counted or not, and the verdict.
 
+use crate::Decision;
 use evident_format::{ClaimDocument, OnUnverified, Warning};
-use evident_rules::{Code, State, Verdict};
+use evident_rules::{Code, Verdict};
 use std::fmt::Write;
 
-/// Extra lines a caller wants under an evidence item (the gate: what it ran).
-pub type Notes<'a> = &'a dyn Fn(usize) -> Vec<String>;
-
-/// Renders the report as text.
-pub fn render(
-    doc: &ClaimDocument,
-    verdict: &Verdict,
-    warnings: &[Warning],
-    notes: Notes<'_>,
-) -> String {
+/// Renders the decision as the readable report.
+pub fn render(d: &Decision) -> String {
+    let doc = &d.claim;
+    let verdict = &d.verdict;
+    let warnings = &d.warnings;
+    let notes = |i: usize| -> Vec<String> {
+        d.runs
+            .iter()
+            .filter(|r| r.evidence == i)
+            .map(|r| {
+                let when = match r.wave {
+                    evident_format::Wave::Before => ", before the commands",
+                    evident_format::Wave::After => ", after the commands",
+                    evident_format::Wave::Command => "",
+                };
+                format!(
+                    "gate check {:?} ran in {} ms{when}",
+                    r.check_id, r.duration_ms
+                )
+            })
+            .collect()
+    };
     let c = &doc.claim;
     let mut out = String::new();
     let _ = writeln!(out, "task      {}", shown(&c.task.id));
@@ -162,6 +175,14 @@ pub fn render(
         let _ = writeln!(out, "unmet     {}", shown(&verdict.unmet.join(", ")));
     }
     let _ = writeln!(out, "reason    {}", shown(&verdict.reason));
+    let _ = writeln!(out, "policy    {}", shown(&d.policy_source.describe()));
+    let skipped: Vec<_> = d.plan.iter().filter(|p| p.waves.is_empty()).collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "\nchecks not run");
+        for p in skipped {
+            let _ = writeln!(out, "  {} — {}", shown(&p.check_id), shown(&p.why));
+        }
+    }
     out
 }
 
@@ -236,21 +257,13 @@ fn on_unverified_name(o: OnUnverified) -> &'static str {
     }
 }
 
-/// The exit code for a verdict under the claim's (or contract's) policy.
-pub fn exit_code(state: State, on_unverified: OnUnverified) -> u8 {
-    match (state, on_unverified) {
-        (State::Verified, _) => crate::exit::OK,
-        (State::Refuted, _) => crate::exit::REFUTED,
-        (State::Unverified | State::Partial, OnUnverified::Block) => crate::exit::BLOCKED,
-        (State::Unverified | State::Partial, OnUnverified::Warn | OnUnverified::Record) => {
-            crate::exit::OK
-        }
-    }
-}
-
 /// Warnings the decision itself adds: a missing policy, a mutation dated after the
 /// decision, an evidence type v0.1 does not define, no trust list.
-pub fn decision_warnings(doc: &ClaimDocument, verdict: &Verdict, trust_list: bool) -> Vec<Warning> {
+pub(crate) fn decision_warnings(
+    doc: &ClaimDocument,
+    verdict: &Verdict,
+    trust_list: bool,
+) -> Vec<Warning> {
     let c = &doc.claim;
     let mut w = doc.warnings.clone();
     let at = |path: String, message: String| Warning {

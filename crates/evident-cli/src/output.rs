@@ -1,0 +1,96 @@
+//! What `verify` and `gate` share after the pipeline decided: where to record, how to
+//! print, and the exit code — the CLI's only decisions.
+
+use anyhow::Context as _;
+use evident_pipeline::{Decision, Recording, Status};
+use std::path::PathBuf;
+
+/// Where (and whether) a decision is recorded.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// Do not append this decision to the ledger.
+    #[arg(long)]
+    pub no_record: bool,
+    /// The ledger: a SQLite file path or `postgres://…` (default: $EVIDENT_LEDGER, else
+    /// `.evident/ledger.db` in the current directory, created on first use). Keep it
+    /// outside the agent's working tree.
+    #[arg(long, value_name = "PATH|URL")]
+    pub ledger: Option<String>,
+    /// After recording, append a checkpoint of the ledger's head (its record count and
+    /// hash, signed with --key) to this file, kept where the ledger's writers cannot
+    /// rewrite it; `evident ledger verify --checkpoint` then detects a truncated tail
+    /// or an older copy restored.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub checkpoint: Option<PathBuf>,
+}
+
+impl RecordArgs {
+    /// The pipeline's recording settings.
+    pub fn recording(&self) -> Recording {
+        Recording {
+            off: self.no_record,
+            ledger: self.ledger.clone(),
+            checkpoint: self.checkpoint.clone(),
+        }
+    }
+}
+
+/// The extra files a decision is written to.
+pub struct Outputs {
+    pub json: bool,
+    pub junit: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+}
+
+/// Prints the decision (report or JSON), writes the extra files, says where it was
+/// recorded, and maps it to the exit code. A decision that could not be recorded is
+/// printed, then refused (exit 2).
+pub fn show(
+    decision: Result<Decision, evident_pipeline::Error>,
+    out: &Outputs,
+) -> anyhow::Result<u8> {
+    let (decision, record_error) = match decision {
+        Ok(d) => (d, None),
+        Err(evident_pipeline::Error::Record { decision, source }) => (*decision, Some(source)),
+        Err(e) => return Err(e.into()),
+    };
+    for w in &decision.warnings {
+        if matches!(w.path.as_str(), "ledger" | "checkpoint" | "key") {
+            eprintln!("warning: {}", evident_pipeline::render::shown(&w.message));
+        }
+    }
+    if let Some(path) = &out.junit {
+        std::fs::write(path, evident_pipeline::render::junit(&decision))
+            .with_context(|| format!("{}: cannot write the JUnit report", path.display()))?;
+    }
+    if let Some(path) = &out.markdown {
+        std::fs::write(path, evident_pipeline::render::markdown(&decision))
+            .with_context(|| format!("{}: cannot write the Markdown summary", path.display()))?;
+    }
+    if out.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&evident_pipeline::render::json(&decision))?
+        );
+    } else {
+        print!("{}", evident_pipeline::render::text(&decision));
+    }
+    if let Some(e) = record_error {
+        anyhow::bail!("{e}");
+    }
+    if let Some(r) = &decision.record {
+        let signed = r
+            .signed_by
+            .as_ref()
+            .map_or(String::new(), |k| format!(", signed by {k}"));
+        eprintln!(
+            "recorded as #{} in {} ({}{signed})",
+            r.id, r.location, r.hash
+        );
+    }
+    Ok(match decision.status() {
+        Status::Verified | Status::Allowed => crate::exit::OK,
+        Status::Refuted => crate::exit::REFUTED,
+        Status::Blocked => crate::exit::BLOCKED,
+    })
+}

@@ -1,0 +1,46 @@
+//! Every way a [`Decision`](crate::Decision) is shown: the readable report, JSON,
+//! JUnit XML (for CI systems) and Markdown (for CI job summaries). Strings the agent
+//! wrote are escaped for terminals ([`shown`]) and for XML/Markdown.
+
+mod junit;
+mod markdown;
+mod text;
+
+pub use junit::render as junit;
+pub use markdown::render as markdown;
+pub(crate) use text::decision_warnings;
+pub use text::{render as text, render_plan as plan, shown};
+
+use crate::{Decision, Kind};
+use serde_json::Value;
+
+/// The decided document with `verdict` replaced by the recomputed one (plus its
+/// warnings, so a JSON reader sees what a person would) and, for a gate, a `gate`
+/// object: the verifier, the contract, each observation, the plan, and whether the run
+/// was partial.
+pub fn json(d: &Decision) -> Value {
+    let mut out = d.document.clone();
+    let mut v = serde_json::to_value(&d.verdict).unwrap_or(Value::Null);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert(
+            "warnings".into(),
+            serde_json::to_value(&d.warnings).unwrap_or(Value::Null),
+        );
+    }
+    if let Some(obj) = out.as_object_mut() {
+        obj.insert("verdict".into(), v);
+        if d.kind == Kind::Gate {
+            obj.insert(
+                "gate".into(),
+                serde_json::json!({
+                    "verifier": d.verifier,
+                    "contract": d.contract.as_ref().map(|(name, _)| name),
+                    "checks": d.runs,
+                    "plan": d.plan,
+                    "partial": d.partial_run,
+                }),
+            );
+        }
+    }
+    out
+}
