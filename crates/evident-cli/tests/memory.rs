@@ -39,7 +39,7 @@ fn write_claim(path: &Path, items: usize) -> u64 {
                 "observed_value": {"billing_zip": "94107", "row_count": 1},
                 "at": "2026-08-27T18:04:09Z",
                 "covers": [format!("m{m}")],
-                "verifier": {"id": "ci/readback-worker", "kind": kind}
+                "verifier": {"id": "ci/billing-readback-worker-01", "kind": kind}
             })
         })
         .collect();
@@ -160,7 +160,7 @@ fn large_claim_memory_and_time() {
         let contract = dir.path().join("contract.toml");
         std::fs::write(
             &contract,
-            "[[check]]\nid = \"zip-0\"\ncheck_type = \"state_readback\"\n\
+            "[policy]\nrequires = [\"state_readback\"]\n[[check]]\nid = \"zip-0\"\ncheck_type = \"state_readback\"\n\
              covers = { target = \"accounts/0\" }\n\
              source = { sqlite = { path = \"accounts.db\", query = \"SELECT billing_zip FROM accounts WHERE id = ?1\", params = [\"0\"] } }\n\
              expected = { billing_zip = \"94107\" }\n",
