@@ -15,8 +15,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use crate::error::ProbeError;
 use crate::secret::{Scrubber, resolve};
 use crate::spec::{CommandSpec, Runner};
-use crate::summary::{self, Counts, Parser};
-use crate::{Context, Object, paths};
+use crate::summary::{self, Case, Counts, Parser, Report};
+use crate::{Context, Object, paths, protect};
 
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 /// Longest line given to the summary parser; the rest of a longer line is hashed only.
@@ -99,7 +99,13 @@ pub fn resolve_program(
             Err(not_found())
         };
     }
-    for dir in path_var.unwrap_or("").split(':').filter(|d| !d.is_empty()) {
+    // Relative entries ("", ".", "bin") would resolve against the gate's own working
+    // directory, which may be the agent's tree: only absolute ones are searched.
+    for dir in path_var
+        .unwrap_or("")
+        .split(':')
+        .filter(|d| d.starts_with('/'))
+    {
         let p = Path::new(dir).join(argv0);
         if executable(&p) {
             return Ok(p);
@@ -257,7 +263,7 @@ fn read_junit(
     root: &Path,
     path: &str,
     before: Option<std::time::SystemTime>,
-) -> Result<Counts, ProbeError> {
+) -> Result<Report, ProbeError> {
     let jerr = |reason: String| ProbeError::Junit {
         path: path.to_string(),
         reason,
@@ -285,10 +291,190 @@ fn read_junit(
     summary::parse_junit(&text).map_err(jerr)
 }
 
+/// Python modules `python -m pytest` imports at start-up (pytest and its dependencies,
+/// and the standard-library modules it loads on CPython 3.11), any of which a file or
+/// package at the top of the tree (`sys.path[0]` under `-m`, and the root pytest
+/// inserts for test modules) would replace.
+const PYTEST_MODULES: &[&str] = &[
+    "pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup",
+    "tomli", "tomllib", "pygments", "colorama", "argparse", "ast", "atexit", "base64",
+    "bdb", "binascii", "bisect", "bz2", "calendar", "cmd", "code", "codeop",
+    "collections", "contextlib", "copy", "copyreg", "csv", "dataclasses", "datetime",
+    "decimal", "difflib", "dis", "email", "encodings", "enum", "fnmatch", "functools",
+    "gettext", "glob", "hashlib", "heapq", "importlib", "inspect", "ipaddress", "json",
+    "keyword", "linecache", "locale", "logging", "lzma", "numbers", "opcode",
+    "operator", "pathlib", "pdb", "platform", "pprint", "pyexpat", "quopri", "random",
+    "re", "reprlib", "runpy", "selectors", "shlex", "shutil", "signal", "socket",
+    "string", "struct", "subprocess", "tempfile", "textwrap", "threading", "token",
+    "tokenize", "traceback", "types", "typing", "unittest", "urllib", "uuid",
+    "warnings", "weakref", "xml", "zipfile", "zipimport", "sitecustomize",
+    "usercustomize",
+];
+
+/// Is `name` (an entry of a directory on `sys.path`) a module Python would import as
+/// `module`? `module.py`, `module.pyc`, `module.*.so`, or a package directory with an
+/// `__init__` (a directory without one is a namespace portion, which loses to the
+/// installed package).
+fn shadows(dir: &Path, name: &str) -> Option<&'static str> {
+    let m = PYTEST_MODULES.iter().copied().find(|m| {
+        name == *m
+            || name
+                .strip_prefix(*m)
+                .and_then(|r| r.strip_prefix('.'))
+                .is_some_and(|ext| {
+                    ext == "py" || ext == "pyc" || ext == "so" || ext.ends_with(".so")
+                })
+    })?;
+    if name == m {
+        let p = dir.join(name);
+        let package = std::fs::read_dir(&p).is_ok_and(|rd| {
+            rd.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("__init__."))
+        });
+        return package.then_some(m);
+    }
+    Some(m)
+}
+
+/// Refuse a tree that would replace pytest (or what it imports at start-up) with its
+/// own module: the root's top level and the working directory are on `sys.path`.
+fn check_pytest_shadowing(root: &Path, cwd: &Path) -> Result<(), ProbeError> {
+    let mut dirs = vec![root.to_path_buf()];
+    if cwd != root {
+        dirs.push(cwd.to_path_buf());
+    }
+    for dir in dirs {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut names: Vec<String> = rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names {
+            if let Some(module) = shadows(&dir, &name) {
+                let rel = dir
+                    .strip_prefix(root)
+                    .ok()
+                    .filter(|r| !r.as_os_str().is_empty())
+                    .map(|r| format!("{}/{name}", r.display()))
+                    .unwrap_or(name);
+                return Err(ProbeError::RunnerShadowed {
+                    path: rel,
+                    module: module.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks of a command source beyond the common ones (called by `Source::validate`).
+pub fn validate(spec: &CommandSpec) -> Result<(), ProbeError> {
+    if let Some(p) = &spec.protect {
+        crate::git::check_rev(&p.base)?;
+        protect::Globs::new(&p.paths)?;
+    }
+    if spec.tests_passed.iter().any(|t| t.is_empty() || t.contains('\0')) {
+        return Err(ProbeError::invalid("tests_passed holds an empty name"));
+    }
+    if !spec.tests_passed.is_empty() {
+        match report_source(spec) {
+            ReportSource::None => {
+                return Err(ProbeError::invalid(
+                    "tests_passed needs the runner's machine report: run pytest without a shell, `go test -json`, or name the JUnit report the command writes in `junit` (cargo test has none on stable Rust: use cargo nextest with JUnit output)",
+                ));
+            }
+            ReportSource::GatePytest if spec.junit.is_some() => {
+                return Err(ProbeError::invalid(
+                    "with pytest, the gate chooses where pytest writes its JUnit report for tests_passed: leave `junit` out",
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The words standing for argv: a shell script's words ("pytest -q tests" → pytest).
+fn words(spec: &CommandSpec) -> Vec<String> {
+    if spec.shell {
+        spec.argv
+            .first()
+            .map(|s| s.split_whitespace().map(String::from).collect())
+            .unwrap_or_default()
+    } else {
+        spec.argv.clone()
+    }
+}
+
+/// Where named test results come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReportSource {
+    /// pytest writes `--junitxml` to a file the gate chose, outside the tree.
+    GatePytest,
+    /// The test events of `go test -json` on stdout.
+    GoJson,
+    /// The JUnit file the contract names.
+    Junit,
+    None,
+}
+
+fn runner_of(spec: &CommandSpec) -> Option<Runner> {
+    spec.runner
+        .or_else(|| summary::runner_from_argv(&words(spec)))
+}
+
+fn report_source(spec: &CommandSpec) -> ReportSource {
+    let runner = runner_of(spec);
+    if runner == Some(Runner::Pytest) && !spec.shell && pytest_word(&spec.argv).is_some() {
+        ReportSource::GatePytest
+    } else if spec.junit.is_some() {
+        ReportSource::Junit
+    } else if runner == Some(Runner::Go) && !spec.shell && spec.argv.iter().any(|a| a == "-json")
+    {
+        ReportSource::GoJson
+    } else {
+        ReportSource::None
+    }
+}
+
+/// Index of the argv word that starts pytest's own arguments (`pytest`, or the
+/// `pytest` of `python -m pytest`).
+fn pytest_word(argv: &[String]) -> Option<usize> {
+    argv.iter().position(|a| {
+        let base = a.rsplit('/').next().unwrap_or(a);
+        summary::is_pytest_word(base)
+    })
+}
+
+/// Read the report pytest wrote where the gate told it to.
+fn read_gate_report(path: &Path) -> Result<Report, ProbeError> {
+    let jerr = |reason: String| ProbeError::Junit {
+        path: "(pytest --junitxml, written outside the tree)".into(),
+        reason,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => jerr("pytest did not write it".into()),
+        _ => jerr(paths::io_reason(&e)),
+    })?;
+    if meta.len() > MAX_JUNIT_BYTES {
+        return Err(ProbeError::Oversize {
+            what: "pytest's JUnit report".into(),
+            limit: MAX_JUNIT_BYTES,
+        });
+    }
+    let bytes = std::fs::read(path).map_err(|e| jerr(paths::io_reason(&e)))?;
+    let text = String::from_utf8(bytes).map_err(|_| jerr("not UTF-8".into()))?;
+    summary::parse_junit(&text).map_err(jerr)
+}
+
 /// test_run: run the command and observe exit code, counts and output digests.
 pub async fn observe(
     spec: &CommandSpec,
     ctx: &Context,
+    limit: std::time::Duration,
     scrub: &mut Scrubber,
 ) -> Result<Object, ProbeError> {
     if spec.argv.is_empty() {
@@ -305,14 +491,85 @@ pub async fn observe(
     if spec.runner == Some(Runner::Junit) && spec.junit.is_none() {
         return Err(ProbeError::invalid("runner = \"junit\" needs a junit path"));
     }
-    let cwd = paths::existing(&ctx.root, spec.cwd.as_deref().unwrap_or("."), true)?;
-    let env = child_env(spec, ctx, scrub)?;
+    validate(spec)?;
+    let started = Instant::now();
+    let gate_path = ctx.env.get("PATH").map(String::as_str);
+
+    // A protected run happens in a scratch copy of the root (removed when dropped).
+    let scratch = match &spec.protect {
+        None => None,
+        Some(p) => {
+            let git = resolve_program("git", &ctx.root, gate_path)?;
+            let (root, p) = (ctx.root.clone(), p.clone());
+            let deadline = started + limit;
+            let s = tokio::task::spawn_blocking(move || protect::prepare(&root, &p, &git, deadline))
+                .await
+                .map_err(|e| ProbeError::Protect {
+                    reason: format!("preparing the copy failed: {e}"),
+                })??;
+            Some(s)
+        }
+    };
+    let root: &Path = scratch.as_ref().map_or(ctx.root.as_path(), |s| &s.root);
+    let cwd = paths::existing(root, spec.cwd.as_deref().unwrap_or("."), true)?;
+    let runner_hint = runner_of(spec);
+    if runner_hint == Some(Runner::Pytest) {
+        check_pytest_shadowing(root, &cwd)?;
+    }
+    let mut env = child_env(spec, ctx, scrub)?;
+    // No trace of the gate: no bytecode, no pytest cache in the tree.
+    if !spec.keep_caches {
+        if !env.iter().any(|(k, _)| k == "PYTHONDONTWRITEBYTECODE") {
+            env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+        }
+        if runner_hint == Some(Runner::Pytest) && spec.shell {
+            match env.iter_mut().find(|(k, _)| k == "PYTEST_ADDOPTS") {
+                Some((_, v)) => v.push_str(" -p no:cacheprovider"),
+                None => env.push(("PYTEST_ADDOPTS".into(), "-p no:cacheprovider".into())),
+            }
+        }
+    }
+    let source = if spec.tests_passed.is_empty() {
+        None
+    } else {
+        Some(report_source(spec))
+    };
+    // pytest's JUnit report goes to a directory of the gate's, outside the tree.
+    let report_dir = if source == Some(ReportSource::GatePytest) {
+        Some(
+            tempfile::Builder::new()
+                .prefix("evident-report-")
+                .tempdir()
+                .map_err(|e| ProbeError::Junit {
+                    path: "(pytest --junitxml)".into(),
+                    reason: format!("cannot create a report directory: {e}"),
+                })?,
+        )
+    } else {
+        None
+    };
+    let report_path = report_dir.as_ref().map(|d| d.path().join("report.xml"));
     let (program, args): (PathBuf, Vec<String>) = if spec.shell {
         (
             PathBuf::from("/bin/sh"),
             vec!["-c".to_string(), spec.argv[0].clone()],
         )
     } else {
+        let mut argv = spec.argv.clone();
+        if runner_hint == Some(Runner::Pytest)
+            && let Some(i) = pytest_word(&argv)
+        {
+            // Right after `pytest`: before the contract's own arguments, after the
+            // tree's `addopts` (which pytest reads first), so the tree cannot undo them.
+            let mut extra = Vec::new();
+            if !spec.keep_caches {
+                extra.extend(["-p".to_string(), "no:cacheprovider".to_string()]);
+            }
+            if let Some(p) = &report_path {
+                extra.push(format!("--junitxml={}", p.display()));
+            }
+            argv.splice(i + 1..i + 1, extra);
+        }
         (
             {
                 // The command's own PATH when the contract sets or inherits one, else
@@ -321,14 +578,14 @@ pub async fn observe(
                     .iter()
                     .find(|(k, _)| k == "PATH")
                     .map(|(_, v)| v.as_str())
-                    .or_else(|| ctx.env.get("PATH").map(String::as_str));
-                resolve_program(&spec.argv[0], &cwd, path)?
+                    .or(gate_path);
+                resolve_program(&argv[0], &cwd, path)?
             },
-            spec.argv[1..].to_vec(),
+            argv[1..].to_vec(),
         )
     };
     let junit_before = match &spec.junit {
-        Some(p) => junit_stamp(&ctx.root, p)?,
+        Some(p) => junit_stamp(root, p)?,
         None => None,
     };
     let keep = if spec.capture_output {
@@ -336,7 +593,7 @@ pub async fn observe(
     } else {
         0
     };
-    let started = Instant::now();
+    let run_started = Instant::now();
     let fin = run(Launch {
         program,
         args: &args,
@@ -346,26 +603,60 @@ pub async fn observe(
         parse: true,
     })
     .await?;
-    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let duration_ms = u64::try_from(run_started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
-    let parsed: Option<(Runner, Counts)> = match &spec.junit {
-        Some(p) => Some((Runner::Junit, read_junit(&ctx.root, p, junit_before)?)),
+    let junit = match &spec.junit {
+        Some(p) => Some(read_junit(root, p, junit_before)?),
+        None => None,
+    };
+    let parsed: Option<(Runner, Counts)> = match &junit {
+        Some(r) => Some((Runner::Junit, r.counts)),
         None => {
             let mut parser = fin.stdout.parser.clone();
             parser.merge(&fin.stderr.parser);
-            // A shell script's words stand in for argv ("pytest -q tests" → pytest).
-            let words: Vec<String> = if spec.shell {
-                spec.argv[0].split_whitespace().map(String::from).collect()
-            } else {
-                spec.argv.clone()
-            };
-            let runner = spec.runner.or_else(|| summary::runner_from_argv(&words));
-            match runner {
-                Some(r) => parser.result(Some(r)),
-                None => parser.result(None),
-            }
+            parser.result(runner_hint)
         }
     };
+    // Named tests, from the machine report only.
+    let named: Option<Vec<(String, summary::Named)>> = match source {
+        None => None,
+        Some(src) => {
+            let gate_report;
+            let cases: &[Case] = match src {
+                ReportSource::GatePytest => {
+                    let p = report_path.as_deref().ok_or_else(|| {
+                        ProbeError::invalid("internal: no report path for pytest")
+                    })?;
+                    gate_report = read_gate_report(p)?;
+                    &gate_report.cases
+                }
+                ReportSource::Junit => junit.as_ref().map_or(&[][..], |r| &r.cases),
+                ReportSource::GoJson => {
+                    fin.stdout
+                        .parser
+                        .go_cases()
+                        .map_err(|reason| ProbeError::Format {
+                            what: "go test -json output".into(),
+                            expected: "a readable test event stream".into(),
+                            reason,
+                        })?
+                }
+                ReportSource::None => {
+                    return Err(ProbeError::invalid(
+                        "tests_passed needs the runner's machine report",
+                    ));
+                }
+            };
+            let pytest = runner_hint == Some(Runner::Pytest);
+            Some(
+                spec.tests_passed
+                    .iter()
+                    .map(|t| (t.clone(), summary::named_status(cases, t, pytest)))
+                    .collect(),
+            )
+        }
+    };
+    drop(report_dir);
 
     let exit_ok = fin.exit_code == Some(0);
     let exit_for_msg = fin
@@ -402,10 +693,27 @@ pub async fn observe(
                 Value::Bool(c.passed.saturating_add(c.failed) > 0),
             );
             obj.insert("runner".into(), Value::from(runner.name()));
-            obj.insert("passed".into(), Value::from(c.passed));
-            obj.insert("failed".into(), Value::from(c.failed));
-            obj.insert("skipped".into(), Value::from(c.skipped));
+            for (k, v) in c.keys(runner) {
+                obj.insert(k.into(), Value::from(v));
+            }
         }
+    }
+    if let Some(named) = named {
+        let passed: Vec<Value> = named
+            .iter()
+            .filter(|(_, st)| *st == summary::Named::Passed)
+            .map(|(t, _)| Value::from(t.clone()))
+            .collect();
+        obj.insert("tests_passed".into(), Value::Array(passed));
+        let tests: Map<String, Value> = named
+            .into_iter()
+            .map(|(t, st)| (t, Value::from(st.name())))
+            .collect();
+        obj.insert("tests".into(), Value::Object(tests));
+    }
+    if let Some(s) = &scratch {
+        obj.insert("protect_base".into(), Value::from(s.base_commit.clone()));
+        obj.insert("protected_files".into(), Value::from(s.protected_files));
     }
     obj.insert(
         "stdout_sha256".into(),

@@ -106,6 +106,15 @@ pub enum ProbeError {
     /// git failed for a reason other than "no such commit/file".
     #[error("git: {reason}")]
     Git { reason: String },
+    /// A module of the tree would replace the test runner (or a module it imports at
+    /// start-up), so the runner's report would be the tree's own words.
+    #[error(
+        "{path:?} in the tree would be imported as {module:?} by pytest, replacing the installed module: its report cannot be trusted (hint: remove or rename it)"
+    )]
+    RunnerShadowed { path: String, module: String },
+    /// The scratch copy of a protected run could not be prepared.
+    #[error("protected run: {reason}")]
+    Protect { reason: String },
 }
 
 impl ProbeError {
@@ -132,6 +141,8 @@ impl ProbeError {
             ProbeError::SummaryDisagrees { .. } => "summary_disagrees",
             ProbeError::Junit { .. } => "junit",
             ProbeError::Git { .. } => "git",
+            ProbeError::RunnerShadowed { .. } => "runner_shadowed",
+            ProbeError::Protect { .. } => "protect",
         }
     }
 
@@ -147,7 +158,9 @@ impl ProbeError {
             ProbeError::InvalidSpec { reason }
             | ProbeError::BadQuery { reason }
             | ProbeError::Http { reason }
-            | ProbeError::Git { reason } => vec![reason],
+            | ProbeError::Git { reason }
+            | ProbeError::Protect { reason } => vec![reason],
+            ProbeError::RunnerShadowed { path, module } => vec![path, module],
             ProbeError::EnvMissing { name } => vec![name],
             ProbeError::Timeout { .. } | ProbeError::SummaryDisagrees { .. } => vec![],
             ProbeError::PathEscape { path, .. } | ProbeError::DanglingSymlink { path } => {

@@ -20,6 +20,7 @@ pub mod git;
 mod http;
 mod kv;
 mod paths;
+mod protect;
 mod secret;
 mod spec;
 mod sql;
@@ -28,8 +29,8 @@ pub mod summary;
 pub use error::{Escape, ProbeError};
 pub use secret::{EnvRef, EnvValue, MIN_SCRUB_LEN, Scrubber, redact_url};
 pub use spec::{
-    CommandSpec, FileSpec, GitSpec, HttpSpec, Method, Redirects, RedisOp, RedisSpec, Runner,
-    Source, SqlSpec, SqliteSpec,
+    CommandSpec, FileSpec, GitSpec, HttpSpec, IgnoredFiles, Method, Protect, Redirects, RedisOp,
+    RedisSpec, Runner, Source, SqlSpec, SqliteSpec,
 };
 
 /// An observed object: the keys an owner's `expected` is compared with.
@@ -120,6 +121,17 @@ impl Source {
             && let Some(Value::String(s)) = expected.get("body_contains")
         {
             h.body_contains = Some(s.clone());
+        }
+        // `tests_passed = ["tests/test_zip.py::test_a"]`: the command reads those
+        // tests' results from its runner's machine report.
+        if let Source::Command(c) = self
+            && c.tests_passed.is_empty()
+            && let Some(Value::Array(names)) = expected.get("tests_passed")
+        {
+            c.tests_passed = names
+                .iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect();
         }
     }
 
@@ -231,7 +243,7 @@ impl Source {
                         )));
                     }
                 }
-                Ok(())
+                command::validate(c)
             }
             Source::Http(h) => {
                 match (&h.url, &h.url_env) {
@@ -393,7 +405,7 @@ async fn run(
     scrub: &mut Scrubber,
 ) -> Result<Object, ProbeError> {
     match source {
-        Source::Command(c) => command::observe(c, ctx, scrub).await,
+        Source::Command(c) => command::observe(c, ctx, limit, scrub).await,
         Source::Http(h) => http::observe(h, ctx, limit, scrub).await,
         Source::File(f) => file::observe(f, ctx).await,
         Source::Sqlite(s) => sql::observe_sqlite(s, ctx, limit).await,

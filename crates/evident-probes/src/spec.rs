@@ -99,6 +99,47 @@ pub struct CommandSpec {
     /// hashed and parsed whatever its size.
     #[serde(default)]
     pub max_output_bytes: Option<u64>,
+    /// Named tests (pytest node ids, JUnit `classname::name`, go `package::Test`) whose
+    /// result is read from the runner's machine report; observed as `tests_passed`, the
+    /// named tests the report lists as passed. [`Source::adopt_expected`] fills it from
+    /// the expectation `tests_passed = [...]` when absent.
+    #[serde(default)]
+    pub tests_passed: Vec<String>,
+    /// Run in a scratch copy of the root whose protected paths hold their content at
+    /// a base revision (the agent's edits to tests and runner config do not count).
+    #[serde(default)]
+    pub protect: Option<Protect>,
+    /// Let the run leave Python bytecode and pytest's cache behind (by default the gate
+    /// sets `PYTHONDONTWRITEBYTECODE=1` and passes pytest `-p no:cacheprovider`).
+    #[serde(default)]
+    pub keep_caches: bool,
+}
+
+/// Protected paths of a command: `protect = { base = "main", paths = ["tests/**"] }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Protect {
+    /// A revision the agent cannot move: the owner's branch or tag, a merge-base, a
+    /// recorded baseline commit. `HEAD` only where the agent cannot commit.
+    pub base: String,
+    /// Globs relative to the root (`*` stays within one path component, `**` crosses
+    /// them); a pattern that names a directory covers everything beneath it.
+    pub paths: Vec<String>,
+    /// What the scratch copy gets of files git ignores (build output, caches).
+    #[serde(default)]
+    pub ignored: IgnoredFiles,
+}
+
+/// Ignored files in a protected run's scratch copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IgnoredFiles {
+    /// Copied like every other file (a reflink where the file system has them).
+    #[default]
+    Copy,
+    /// Left out: the run starts without build output (set `CARGO_TARGET_DIR` outside
+    /// the tree to keep a build cache the agent cannot write).
+    Omit,
 }
 
 /// HTTP methods a probe may use: both are safe (no side effects by contract).

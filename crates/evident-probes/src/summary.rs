@@ -1,26 +1,47 @@
-//! Reading test counts from a runner's own closing lines. Parsing is line by line and
-//! streaming, so output of any size is read without being kept.
+//! Reading test counts from a runner's own closing lines, and named test results from
+//! its machine report. Parsing is line by line and streaming, so output of any size is
+//! read without being kept.
 //!
-//! cargo test: every `test result: ok. N passed; N failed; N ignored; ...` line, summed
-//! (one per test binary and doc-test run); ignored counts as skipped.
-//! cargo nextest: the `Summary [..] N tests run: N passed, N failed, N skipped` line
-//! (`timed out` counts as failed). pytest: the last `N passed, N failed, ... in 0.1s`
-//! line (`error(s)` count as failed, `xfailed` as skipped, `xpassed` as passed;
-//! `no tests ran` is zero). go test: `--- PASS/FAIL/SKIP:` lines of `-v` (subtests
-//! included) or `pass/fail/skip` test events of `-json`; plain `go test` prints no
-//! per-test lines, so its output has no counts. JUnit XML: the `<testsuite>` element
-//! attributes, summed (or `<testsuites>` when it has no `<testsuite>` children).
+//! cargo test: every `test result: ok. N passed; N failed; N ignored; ...; N filtered
+//! out` line, summed (one per test binary and doc-test run). cargo nextest: the
+//! `Summary [..] N tests run: N passed, N failed, N skipped` line (`timed out` counts
+//! as failed; `3/5 tests run` leaves 2 not run). pytest: the last `N passed, N failed,
+//! ... in 0.1s` line, every word of it. go test: `--- PASS/FAIL/SKIP:` lines of `-v`
+//! (subtests included) or `pass/fail/skip` test events of `-json`; plain `go test`
+//! prints no per-test lines, so its output has no counts. JUnit XML: the `<testcase>`
+//! elements, read with an XML parser (a `<testsuite>` written inside a comment or a
+//! CDATA section is text, never counted).
+//!
+//! The totals `passed`, `failed` and `skipped` mean the same for every runner:
+//! `failed` includes errors, `passed` includes pytest's xpassed, and `skipped` counts
+//! every collected test that did not run (ignored, filtered out, deselected, xfailed,
+//! not run). The runner's own words are kept beside them.
 
 use serde::Serialize;
 
 use crate::spec::Runner;
 
-/// Test counts from one run.
+/// Test counts from one run. `passed`, `failed` and `skipped` are totals; the other
+/// fields are the runner's own words, each already included in one of the totals.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
     pub passed: u64,
     pub failed: u64,
     pub skipped: u64,
+    /// pytest / JUnit errors (in `failed`).
+    pub errors: u64,
+    /// pytest deselected (in `skipped`).
+    pub deselected: u64,
+    /// pytest xfailed (in `skipped`).
+    pub xfailed: u64,
+    /// pytest xpassed (in `passed`).
+    pub xpassed: u64,
+    /// cargo ignored (in `skipped`).
+    pub ignored: u64,
+    /// cargo filtered out (in `skipped`).
+    pub filtered_out: u64,
+    /// nextest tests not run after a cancellation (in `skipped`).
+    pub not_run: u64,
 }
 
 impl Counts {
@@ -28,8 +49,62 @@ impl Counts {
         self.passed = self.passed.saturating_add(o.passed);
         self.failed = self.failed.saturating_add(o.failed);
         self.skipped = self.skipped.saturating_add(o.skipped);
+        self.errors = self.errors.saturating_add(o.errors);
+        self.deselected = self.deselected.saturating_add(o.deselected);
+        self.xfailed = self.xfailed.saturating_add(o.xfailed);
+        self.xpassed = self.xpassed.saturating_add(o.xpassed);
+        self.ignored = self.ignored.saturating_add(o.ignored);
+        self.filtered_out = self.filtered_out.saturating_add(o.filtered_out);
+        self.not_run = self.not_run.saturating_add(o.not_run);
+    }
+
+    /// The observed keys for this runner, in a stable order: the totals, then the
+    /// runner's own words.
+    pub fn keys(&self, runner: Runner) -> Vec<(&'static str, u64)> {
+        let mut k = vec![
+            ("passed", self.passed),
+            ("failed", self.failed),
+            ("skipped", self.skipped),
+        ];
+        match runner {
+            Runner::Pytest => k.extend([
+                ("errors", self.errors),
+                ("deselected", self.deselected),
+                ("xfailed", self.xfailed),
+                ("xpassed", self.xpassed),
+            ]),
+            Runner::Cargo => k.extend([
+                ("ignored", self.ignored),
+                ("filtered_out", self.filtered_out),
+            ]),
+            Runner::Nextest => k.push(("not_run", self.not_run)),
+            Runner::Junit => k.push(("errors", self.errors)),
+            Runner::Go => {}
+        }
+        k
     }
 }
+
+/// How one test case ended, as its runner's machine report says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Passed,
+    Failed,
+    Skipped,
+}
+
+/// One test case of a machine report: JUnit `classname` and `name`, or go's package
+/// and test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Case {
+    pub group: String,
+    pub name: String,
+    pub outcome: Outcome,
+}
+
+/// Most test cases kept from a `go test -json` stream.
+const MAX_CASES: usize = 1_000_000;
 
 /// Streaming state for every runner at once; the one to use is chosen at the end.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +113,10 @@ pub struct Parser {
     nextest: Option<Counts>,
     pytest: Option<Counts>,
     go: Option<Counts>,
+    /// Test events of `go test -json` (a machine report: test output is wrapped in
+    /// `output` events, so a test cannot print one).
+    go_cases: Vec<Case>,
+    go_cases_overflow: bool,
 }
 
 impl Parser {
@@ -56,12 +135,20 @@ impl Parser {
         if let Some(c) = pytest_line(t) {
             self.pytest = Some(c);
         }
-        if let Some(c) = go_line(t) {
+        if let Some((c, case)) = go_line(t) {
             self.go.get_or_insert_default().add(c);
+            if let Some(case) = case {
+                if self.go_cases.len() < MAX_CASES {
+                    self.go_cases.push(case);
+                } else {
+                    self.go_cases_overflow = true;
+                }
+            }
         }
     }
 
-    /// Combine with the parser of the other output stream.
+    /// Combine with the parser of the other output stream. Test cases are not merged:
+    /// only stdout carries go's machine report.
     pub fn merge(&mut self, other: &Parser) {
         fn sum(a: &mut Option<Counts>, b: Option<Counts>) {
             if let Some(b) = b {
@@ -76,6 +163,15 @@ impl Parser {
         if self.pytest.is_none() {
             self.pytest = other.pytest;
         }
+    }
+
+    /// The test events of `go test -json` seen on this stream, or an error when there
+    /// were more than can be kept.
+    pub fn go_cases(&self) -> Result<&[Case], String> {
+        if self.go_cases_overflow {
+            return Err(format!("more than {MAX_CASES} test events"));
+        }
+        Ok(&self.go_cases)
     }
 
     /// The counts for `runner`, or for the first runner whose summary was seen (nextest,
@@ -117,10 +213,7 @@ pub fn runner_from_argv(argv: &[String]) -> Option<Runner> {
     let has = |w: &str| words.iter().any(|x| x == w);
     if has("nextest") || has("cargo-nextest") {
         Some(Runner::Nextest)
-    } else if words
-        .iter()
-        .any(|w| w == "pytest" || w == "py.test" || w.starts_with("pytest-"))
-    {
+    } else if words.iter().any(|w| is_pytest_word(w)) {
         Some(Runner::Pytest)
     } else if words.first().is_some_and(|w| w == "cargo") && has("test") {
         Some(Runner::Cargo)
@@ -129,6 +222,11 @@ pub fn runner_from_argv(argv: &[String]) -> Option<Runner> {
     } else {
         None
     }
+}
+
+/// `pytest`, `py.test` or a `pytest-3` style launcher (a basename).
+pub fn is_pytest_word(w: &str) -> bool {
+    w == "pytest" || w == "py.test" || w.starts_with("pytest-")
 }
 
 /// `N word` → (N, word).
@@ -154,18 +252,26 @@ fn cargo_line(t: &str) -> Option<Counts> {
                 seen = true;
             }
             "failed" => c.failed = n,
-            "ignored" => c.skipped = n,
+            "ignored" => c.ignored = n,
+            "filtered out" => c.filtered_out = n,
             _ => {}
         }
     }
+    c.skipped = c.ignored.saturating_add(c.filtered_out);
     seen.then_some(c)
 }
 
 fn nextest_line(t: &str) -> Option<Counts> {
     let rest = t.strip_prefix("Summary [")?;
     let (_, after) = rest.split_once(']')?;
-    let (_, list) = after.split_once("run:")?;
+    let (head, list) = after.split_once("run:")?;
     let mut c = Counts::default();
+    // "5/10 tests run": a cancelled run; the other 5 did not run.
+    if let Some((ran, total)) = head.split_whitespace().next().and_then(|w| w.split_once('/'))
+        && let (Ok(ran), Ok(total)) = (ran.parse::<u64>(), total.parse::<u64>())
+    {
+        c.not_run = total.saturating_sub(ran);
+    }
     let mut seen = false;
     for part in list.split(',') {
         let Some((n, word)) = count_word(part) else {
@@ -183,6 +289,7 @@ fn nextest_line(t: &str) -> Option<Counts> {
             _ => {}
         }
     }
+    c.skipped = c.skipped.saturating_add(c.not_run);
     seen.then_some(c)
 }
 
@@ -193,35 +300,69 @@ fn pytest_line(t: &str) -> Option<Counts> {
     let secs = after.split_whitespace().next()?;
     let secs = secs.strip_suffix('s')?;
     secs.parse::<f64>().ok()?;
-    if body == "no tests ran" {
-        return Some(Counts::default());
-    }
     let mut c = Counts::default();
+    // "no tests ran" alone, or "no tests ran, 3 deselected" style tails.
+    let body = match body.strip_prefix("no tests ran") {
+        Some("") => return Some(c),
+        Some(rest) => rest.strip_prefix(", ")?,
+        None => body,
+    };
     for part in body.split(", ") {
         let (n, word) = count_word(part)?;
         match word {
-            "passed" | "xpassed" => c.passed = c.passed.saturating_add(n),
-            "failed" | "error" | "errors" => c.failed = c.failed.saturating_add(n),
-            "skipped" | "xfailed" => c.skipped = c.skipped.saturating_add(n),
-            "deselected" | "warning" | "warnings" | "rerun" | "reruns" => {}
+            "passed" => c.passed = c.passed.saturating_add(n),
+            "xpassed" => c.xpassed = c.xpassed.saturating_add(n),
+            "failed" => c.failed = c.failed.saturating_add(n),
+            "error" | "errors" => c.errors = c.errors.saturating_add(n),
+            "skipped" => c.skipped = c.skipped.saturating_add(n),
+            "xfailed" => c.xfailed = c.xfailed.saturating_add(n),
+            "deselected" => c.deselected = c.deselected.saturating_add(n),
+            "warning" | "warnings" | "rerun" | "reruns" => {}
             _ => return None,
         }
     }
+    c.passed = c.passed.saturating_add(c.xpassed);
+    c.failed = c.failed.saturating_add(c.errors);
+    c.skipped = c
+        .skipped
+        .saturating_add(c.xfailed)
+        .saturating_add(c.deselected);
     Some(c)
 }
 
-fn go_line(t: &str) -> Option<Counts> {
+fn go_line(t: &str) -> Option<(Counts, Option<Case>)> {
     let mut c = Counts::default();
     if t.starts_with('{') && t.contains("\"Action\"") {
         let v: serde_json::Value = serde_json::from_str(t).ok()?;
-        v.get("Test")?;
-        match v.get("Action")?.as_str()? {
-            "pass" => c.passed = 1,
-            "fail" => c.failed = 1,
-            "skip" => c.skipped = 1,
+        let test = v.get("Test")?.as_str()?;
+        let outcome = match v.get("Action")?.as_str()? {
+            "pass" => {
+                c.passed = 1;
+                Outcome::Passed
+            }
+            "fail" => {
+                c.failed = 1;
+                Outcome::Failed
+            }
+            "skip" => {
+                c.skipped = 1;
+                Outcome::Skipped
+            }
             _ => return None,
-        }
-        return Some(c);
+        };
+        let group = v
+            .get("Package")
+            .and_then(|p| p.as_str())
+            .unwrap_or("")
+            .to_string();
+        return Some((
+            c,
+            Some(Case {
+                group,
+                name: test.to_string(),
+                outcome,
+            }),
+        ));
     }
     if t.starts_with("--- PASS: ") {
         c.passed = 1;
@@ -237,105 +378,206 @@ fn go_line(t: &str) -> Option<Counts> {
     } else {
         return None;
     }
-    Some(c)
+    Some((c, None))
 }
 
-/// Counts from a JUnit XML report. A minimal scanner of start tags: attribute values of
-/// `<testsuite>` elements are summed; `<testsuites>` totals are used only when there is
-/// no `<testsuite>`.
-pub fn parse_junit(xml: &str) -> Result<Counts, String> {
-    let mut suites = Vec::new();
-    let mut totals = None;
-    let mut rest = xml;
-    while let Some(i) = rest.find('<') {
-        rest = &rest[i + 1..];
-        let name_end = rest
-            .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
-            .unwrap_or(rest.len());
-        let name = &rest[..name_end];
-        if name == "testsuite" || name == "testsuites" {
-            let attrs = attributes(&rest[name_end..])?;
-            let get = |k: &str| -> Result<u64, String> {
-                match attrs.iter().find(|(n, _)| n == k) {
-                    None => Ok(0),
-                    Some((_, v)) => v
-                        .trim()
-                        .parse::<u64>()
-                        .map_err(|_| format!("attribute {k}={v:?} of <{name}> is not a count")),
-                }
-            };
-            let tests = get("tests")?;
-            let failed = get("failures")?.saturating_add(get("errors")?);
-            let skipped = get("skipped")?.saturating_add(get("disabled")?);
-            let c = Counts {
-                passed: tests.saturating_sub(failed).saturating_sub(skipped),
-                failed,
-                skipped,
-            };
-            let has_tests = attrs.iter().any(|(n, _)| n == "tests");
-            if name == "testsuite" {
-                if !has_tests {
-                    return Err("<testsuite> has no tests attribute".into());
-                }
-                suites.push(c);
-            } else if totals.is_none() && has_tests {
-                totals = Some(c);
+/// A JUnit XML report: its counts and its test cases.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    pub counts: Counts,
+    pub cases: Vec<Case>,
+}
+
+/// Read a JUnit XML report with an XML parser: comments, CDATA sections and text
+/// (captured test output) are never elements. Counts come from the `<testcase>`
+/// elements (a `<failure>` child is a failure, `<error>` an error, `<skipped>` a skip,
+/// none a pass); a report with no `<testcase>` at all is counted from its
+/// `<testsuite>` attributes (or `<testsuites>` when it has no `<testsuite>`).
+/// A document type declaration is refused (no entity expansion).
+pub fn parse_junit(xml: &str) -> Result<Report, String> {
+    let doc = roxmltree::Document::parse(xml).map_err(|e| format!("not XML: {e}"))?;
+    let mut report = Report::default();
+    let mut suites: Vec<Counts> = Vec::new();
+    let mut totals: Option<Counts> = None;
+    for node in doc.descendants().filter(|n| n.is_element()) {
+        match node.tag_name().name() {
+            "testcase" => {
+                let child = |n: &str| {
+                    node.children()
+                        .any(|c| c.is_element() && c.tag_name().name() == n)
+                };
+                let mut c = Counts::default();
+                let outcome = if child("error") {
+                    c.failed = 1;
+                    c.errors = 1;
+                    Outcome::Failed
+                } else if child("failure") {
+                    c.failed = 1;
+                    Outcome::Failed
+                } else if child("skipped") {
+                    c.skipped = 1;
+                    Outcome::Skipped
+                } else {
+                    c.passed = 1;
+                    Outcome::Passed
+                };
+                report.counts.add(c);
+                report.cases.push(Case {
+                    group: node.attribute("classname").unwrap_or("").to_string(),
+                    name: node.attribute("name").unwrap_or("").to_string(),
+                    outcome,
+                });
             }
+            name @ ("testsuite" | "testsuites") => {
+                let get = |k: &str| -> Result<u64, String> {
+                    match node.attribute(k) {
+                        None => Ok(0),
+                        Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                            format!("attribute {k}={v:?} of <{name}> is not a count")
+                        }),
+                    }
+                };
+                let tests = get("tests")?;
+                let errors = get("errors")?;
+                let failed = get("failures")?.saturating_add(errors);
+                let skipped = get("skipped")?.saturating_add(get("disabled")?);
+                let c = Counts {
+                    passed: tests.saturating_sub(failed).saturating_sub(skipped),
+                    failed,
+                    skipped,
+                    errors,
+                    ..Counts::default()
+                };
+                let has_tests = node.attribute("tests").is_some();
+                if name == "testsuite" {
+                    if !has_tests {
+                        return Err("<testsuite> has no tests attribute".into());
+                    }
+                    suites.push(c);
+                } else if totals.is_none() && has_tests {
+                    totals = Some(c);
+                }
+            }
+            _ => {}
         }
+    }
+    if !report.cases.is_empty() {
+        return Ok(report);
     }
     if !suites.is_empty() {
-        let mut sum = Counts::default();
         for s in suites {
-            sum.add(s);
+            report.counts.add(s);
         }
-        Ok(sum)
-    } else {
-        totals.ok_or_else(|| "no <testsuite> or <testsuites> element".to_string())
+        return Ok(report);
+    }
+    match totals {
+        Some(t) => {
+            report.counts = t;
+            Ok(report)
+        }
+        None => Err("no <testsuite> or <testsuites> element".into()),
     }
 }
 
-/// Attributes of a start tag, up to its `>`.
-fn attributes(s: &str) -> Result<Vec<(String, String)>, String> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    loop {
-        rest = rest.trim_start();
-        if rest.is_empty() {
-            return Err("unterminated start tag".into());
+/// What a machine report says of one named test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Named {
+    Passed,
+    Failed,
+    Skipped,
+    /// No test case of that name is in the report.
+    Absent,
+}
+
+impl Named {
+    pub fn name(self) -> &'static str {
+        match self {
+            Named::Passed => "passed",
+            Named::Failed => "failed",
+            Named::Skipped => "skipped",
+            Named::Absent => "absent",
         }
-        if rest.starts_with('>') || rest.starts_with("/>") {
-            return Ok(out);
-        }
-        let eq = rest.find('=').ok_or("malformed attribute")?;
-        let name = rest[..eq].trim().to_string();
-        rest = rest[eq + 1..].trim_start();
-        let quote = rest.chars().next().ok_or("malformed attribute")?;
-        if quote != '"' && quote != '\'' {
-            return Err("unquoted attribute value".into());
-        }
-        let end = rest[1..]
-            .find(quote)
-            .ok_or("unterminated attribute value")?;
-        out.push((name, rest[1..1 + end].to_string()));
-        rest = &rest[end + 2..];
     }
+}
+
+/// pytest's JUnit names for a node id, as its junitxml plugin derives them
+/// (`mangle_test_address`): `tests/test_zip.py::TestZip::test_a[1]` →
+/// classname `tests.test_zip.TestZip`, name `test_a[1]`.
+pub fn pytest_junit_name(nodeid: &str) -> Option<(String, String)> {
+    let (path, bracket, params) = match nodeid.split_once('[') {
+        Some((p, rest)) => (p, "[", rest),
+        None => (nodeid, "", ""),
+    };
+    let mut names: Vec<String> = path.split("::").map(String::from).collect();
+    if names.len() < 2 {
+        return None;
+    }
+    let file = names[0].replace('/', ".");
+    names[0] = file.strip_suffix(".py").map(String::from).unwrap_or(file);
+    let last = names.pop()?;
+    Some((names.join("."), format!("{last}{bracket}{params}")))
+}
+
+/// The status of test `wanted` in `cases`. With `pytest`, `wanted` is a node id
+/// (`tests/test_zip.py::test_rejects_letters`) matched through [`pytest_junit_name`];
+/// otherwise it matches a case whose `name` is `wanted` or whose `group::name` is.
+/// A test passed only when at least one case matches and every matching case passed,
+/// so a second case of the same name cannot cover a failure.
+pub fn named_status(cases: &[Case], wanted: &str, pytest: bool) -> Named {
+    let pytest_names = if pytest {
+        pytest_junit_name(wanted)
+    } else {
+        None
+    };
+    let matches = |c: &&Case| match &pytest_names {
+        Some((group, name)) => &c.group == group && &c.name == name,
+        None if pytest => false,
+        None => {
+            c.name == wanted
+                || wanted
+                    .strip_prefix(c.group.as_str())
+                    .and_then(|r| r.strip_prefix("::"))
+                    .is_some_and(|r| r == c.name)
+        }
+    };
+    let mut status = Named::Absent;
+    for c in cases.iter().filter(matches) {
+        status = match (status, c.outcome) {
+            (Named::Failed, _) | (_, Outcome::Failed) => Named::Failed,
+            (Named::Skipped, _) | (_, Outcome::Skipped) => Named::Skipped,
+            _ => Named::Passed,
+        };
+    }
+    status
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn c(passed: u64, failed: u64, skipped: u64) -> Counts {
+        Counts {
+            passed,
+            failed,
+            skipped,
+            ..Counts::default()
+        }
+    }
+
     proptest::proptest! {
         #[test]
         fn parsers_never_panic(text in "\\PC{0,200}") {
             let _ = parse_text(&text, None);
             let _ = parse_junit(&text);
+            let _ = pytest_junit_name(&text);
+            let _ = named_status(&[], &text, true);
         }
 
         #[test]
         fn junit_like_input_never_panics(
             attrs in proptest::collection::vec(("[a-z]{1,8}", "[0-9a-z\"' ]{0,6}"), 0..5),
-            tail in "[<>/=\"' a-z]{0,20}",
+            tail in "[<>/=\"' a-z!\\[\\]-]{0,20}",
         ) {
             let mut xml = String::from("<testsuite");
             for (k, v) in attrs {
@@ -348,58 +590,150 @@ mod tests {
 
     #[test]
     fn cargo_sums_binaries() {
-        let out = "running 2 tests\ntest a ... ok\ntest result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\n   Doc-tests x\ntest result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n";
+        let out = "running 2 tests\ntest a ... ok\ntest result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 3 filtered out; finished in 0.00s\n\n   Doc-tests x\ntest result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n";
+        let (r, got) = parse_text(out, None).unwrap();
+        assert_eq!(r, Runner::Cargo);
         assert_eq!(
-            parse_text(out, None),
-            Some((
-                Runner::Cargo,
-                Counts {
-                    passed: 3,
-                    failed: 2,
-                    skipped: 1
-                }
-            ))
+            got,
+            Counts {
+                ignored: 1,
+                filtered_out: 3,
+                ..c(3, 2, 4)
+            }
         );
     }
 
     #[test]
-    fn pytest_last_line() {
+    fn nextest_cancelled_run_counts_not_run() {
+        let out = "     Summary [   0.52s] 5/10 tests run: 4 passed, 1 failed, 2 skipped\n";
+        let (_, got) = parse_text(out, None).unwrap();
+        assert_eq!(
+            got,
+            Counts {
+                not_run: 5,
+                ..c(4, 1, 7)
+            }
+        );
+    }
+
+    #[test]
+    fn pytest_every_word() {
         let out =
             "collected 4 items\n\n==== 2 passed, 1 failed, 1 skipped, 2 warnings in 0.12s ====\n";
-        assert_eq!(
-            parse_text(out, None),
-            Some((
-                Runner::Pytest,
-                Counts {
-                    passed: 2,
-                    failed: 1,
-                    skipped: 1
-                }
-            ))
-        );
+        assert_eq!(parse_text(out, None), Some((Runner::Pytest, c(2, 1, 1))));
         assert_eq!(
             parse_text("===== no tests ran in 0.01s =====", None),
             Some((Runner::Pytest, Counts::default()))
         );
         assert_eq!(
-            parse_text("1 error in 0.05s", None).map(|r| r.1.failed),
-            Some(1)
+            parse_text("1 error in 0.05s", None).map(|r| r.1),
+            Some(Counts {
+                errors: 1,
+                ..c(0, 1, 0)
+            })
+        );
+        // Deselected and xfailed tests did not run: they count as skipped.
+        let line = "== 3 passed, 1 failed, 2 errors, 1 skipped, 4 deselected, 1 xfailed, 2 xpassed in 0.3s ==";
+        assert_eq!(
+            parse_text(line, None).map(|r| r.1),
+            Some(Counts {
+                errors: 2,
+                deselected: 4,
+                xfailed: 1,
+                xpassed: 2,
+                ..c(5, 3, 6)
+            })
+        );
+        assert_eq!(
+            parse_text("==== no tests ran, 3 deselected in 0.01s ====", None).map(|r| r.1),
+            Some(Counts {
+                deselected: 3,
+                ..c(0, 0, 3)
+            })
         );
         assert_eq!(parse_text("we met 2 friends in 3s", None), None);
     }
 
     #[test]
-    fn junit_suites() {
-        let xml = r#"<?xml version="1.0"?><testsuites tests="9"><testsuite name="a" tests="3" failures="1" errors="0" skipped="1"><testcase name="x"/></testsuite><testsuite name='b' tests='2'/></testsuites>"#;
-        assert_eq!(
-            parse_junit(xml).unwrap(),
-            Counts {
-                passed: 3,
-                failed: 1,
-                skipped: 1
-            }
-        );
+    fn junit_suites_and_cases() {
+        let xml = r#"<?xml version="1.0"?><testsuites tests="9"><testsuite name="a" tests="3" failures="1" errors="0" skipped="1"/><testsuite name='b' tests='2'/></testsuites>"#;
+        assert_eq!(parse_junit(xml).unwrap().counts, c(3, 1, 1));
         assert!(parse_junit("<testsuite tests=\"x\"/>").is_err());
         assert!(parse_junit("<html/>").is_err());
+        assert!(parse_junit("<testsuite tests=\"1\">").is_err(), "unclosed");
+        let xml = r#"<testsuites><testsuite name="pytest" tests="4"><testcase classname="tests.test_zip" name="test_ok"/><testcase classname="tests.test_zip" name="test_bad"><failure message="x"/></testcase><testcase classname="tests.test_zip" name="test_err"><error message="e"/></testcase><testcase classname="t" name="s"><skipped/></testcase></testsuite></testsuites>"#;
+        let r = parse_junit(xml).unwrap();
+        assert_eq!(
+            r.counts,
+            Counts {
+                errors: 1,
+                ..c(1, 2, 1)
+            }
+        );
+        assert_eq!(r.cases.len(), 4);
+    }
+
+    /// The forged suite: captured output in CDATA or a comment is text, not elements.
+    #[test]
+    fn junit_cdata_and_comments_are_not_counted() {
+        let forged: String = (0..40)
+            .map(|i| format!("<testcase classname=\"f\" name=\"t{i}\"/>"))
+            .collect();
+        let xml = format!(
+            r#"<testsuites><testsuite name="pytest" tests="1" failures="1"><testcase classname="tests.test_a" name="test_x"><failure message="no"/><system-out><![CDATA[</testcase></testsuite><testsuite tests="40">{forged}</testsuite>]]></system-out></testcase></testsuite><!-- <testsuite tests="40">{forged}</testsuite> --></testsuites>"#
+        );
+        let r = parse_junit(&xml).unwrap();
+        assert_eq!(r.counts, c(0, 1, 0));
+        assert_eq!(r.cases.len(), 1);
+        assert_eq!(named_status(&r.cases, "f::t3", false), Named::Absent);
+        // A DTD (entity expansion) is refused.
+        assert!(parse_junit(r#"<!DOCTYPE x [<!ENTITY a "aaaa">]><testsuite tests="1"/>"#).is_err());
+    }
+
+    #[test]
+    fn pytest_nodeids_map_to_junit_names() {
+        let n = |s: &str| pytest_junit_name(s);
+        assert_eq!(
+            n("tests/test_zip.py::test_rejects_letters"),
+            Some(("tests.test_zip".into(), "test_rejects_letters".into()))
+        );
+        assert_eq!(
+            n("tests/test_zip.py::TestZip::test_a[x::y/z.py]"),
+            Some(("tests.test_zip.TestZip".into(), "test_a[x::y/z.py]".into()))
+        );
+        assert_eq!(n("test_a.py"), None);
+        let case = |g: &str, name: &str, outcome| Case {
+            group: g.into(),
+            name: name.into(),
+            outcome,
+        };
+        let cases = vec![
+            case("tests.test_zip", "test_ok", Outcome::Passed),
+            case("tests.test_zip", "test_dup", Outcome::Passed),
+            case("tests.test_zip", "test_dup", Outcome::Failed),
+            case("tests.test_zip", "test_skip", Outcome::Skipped),
+            case("mycrate", "tests::adds", Outcome::Passed),
+        ];
+        let st = |w: &str, py| named_status(&cases, w, py);
+        assert_eq!(st("tests/test_zip.py::test_ok", true), Named::Passed);
+        assert_eq!(st("tests/test_zip.py::test_dup", true), Named::Failed);
+        assert_eq!(st("tests/test_zip.py::test_skip", true), Named::Skipped);
+        assert_eq!(st("tests/test_zip.py::test_none", true), Named::Absent);
+        assert_eq!(st("test_ok", true), Named::Absent, "pytest names are node ids");
+        assert_eq!(st("mycrate::tests::adds", false), Named::Passed);
+        assert_eq!(st("tests::adds", false), Named::Passed);
+        assert_eq!(st("other::tests::adds", false), Named::Absent);
+    }
+
+    #[test]
+    fn go_json_events_are_cases_but_v_lines_are_not() {
+        let mut p = Parser::default();
+        p.feed_line(r#"{"Action":"pass","Package":"example.com/m","Test":"TestA"}"#);
+        p.feed_line(r#"{"Action":"output","Package":"example.com/m","Test":"TestB","Output":"--- PASS: TestB\n"}"#);
+        p.feed_line("--- PASS: TestC (0.00s)");
+        let cases = p.go_cases().unwrap();
+        assert_eq!(cases.len(), 1);
+        assert_eq!(named_status(cases, "example.com/m::TestA", false), Named::Passed);
+        assert_eq!(named_status(cases, "TestC", false), Named::Absent);
     }
 }

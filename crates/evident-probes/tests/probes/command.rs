@@ -9,7 +9,7 @@ use crate::{SECRET, ctx, err, ok, run, src};
 /// Toolchain variables a real `cargo` needs; everything else stays out.
 const CARGO_ENV: &str = r#"["PATH", "HOME", "RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN"]"#;
 
-fn write(dir: &Path, rel: &str, text: &str) {
+pub(crate) fn write(dir: &Path, rel: &str, text: &str) {
     let p = dir.join(rel);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, text).unwrap();
@@ -351,12 +351,19 @@ async fn leftover_background_processes_do_not_hold_the_probe() {
 async fn environment_is_not_inherited_and_secrets_are_scrubbed() {
     let d = tempfile::tempdir().unwrap();
     let c = ctx(d.path());
-    // `env` prints exactly what the command received: nothing at all.
+    // `env` prints exactly what the command received: nothing but the one variable
+    // that keeps Python from writing bytecode into the tree, and with `keep_caches`
+    // nothing at all.
     let s = src(r#"{ command = { argv = ["/usr/bin/env"], capture_output = true } }"#);
+    let o = ok(run(&s, &c, 5.0).await);
+    assert_eq!(o["stdout"], json!("PYTHONDONTWRITEBYTECODE=1\n"));
+    let s = src(
+        r#"{ command = { argv = ["/usr/bin/env"], capture_output = true, keep_caches = true } }"#,
+    );
     let o = ok(run(&s, &c, 5.0).await);
     assert_eq!(o["stdout"], json!(""));
     let s = src(
-        r#"{ command = { argv = ["/usr/bin/env"], capture_output = true, inherit_env = ["EVIDENT_TEST_SECRET", "NOT_SET_IN_ENV_Q"], env = { MODE = "ci" } } }"#,
+        r#"{ command = { argv = ["/usr/bin/env"], capture_output = true, keep_caches = true, inherit_env = ["EVIDENT_TEST_SECRET", "NOT_SET_IN_ENV_Q"], env = { MODE = "ci" } } }"#,
     );
     let o = ok(run(&s, &c, 5.0).await);
     assert_eq!(o["stdout"], json!("EVIDENT_TEST_SECRET=***\nMODE=ci\n"));
@@ -514,7 +521,7 @@ async fn cwd_symlink_escape_refused() {
 
 /// pytest runs are real; where pytest is not installed (a laptop with only Rust), say
 /// so and skip. `.ci/run` installs it, so CI always runs them.
-fn pytest_missing() -> bool {
+pub(crate) fn pytest_missing() -> bool {
     let ok = std::process::Command::new("python3")
         .args(["-c", "import pytest"])
         .output()

@@ -7,6 +7,7 @@ mod file;
 mod git;
 mod http;
 mod redis;
+mod runners;
 mod secrets;
 mod server;
 mod spec;

@@ -52,7 +52,8 @@ fn go_test_verbose_counts_tests_and_subtests() {
             Counts {
                 passed: 2,
                 failed: 2,
-                skipped: 1
+                skipped: 1,
+                ..Counts::default()
             }
         ))
     );
@@ -68,7 +69,8 @@ fn go_test_json_events() {
             Counts {
                 passed: 1,
                 failed: 0,
-                skipped: 1
+                skipped: 1,
+                ..Counts::default()
             }
         ))
     );
@@ -92,7 +94,8 @@ fn nextest_summary() {
             Counts {
                 passed: 2,
                 failed: 2,
-                skipped: 1
+                skipped: 1,
+                ..Counts::default()
             }
         ))
     );
@@ -113,7 +116,8 @@ fn nextest_summary() {
             Counts {
                 passed: 3,
                 failed: 0,
-                skipped: 0
+                skipped: 0,
+                ..Counts::default()
             }
         ))
     );
@@ -152,7 +156,8 @@ fn argv_decides_the_runner_before_output() {
             Counts {
                 passed: 0,
                 failed: 1,
-                skipped: 0
+                skipped: 0,
+                ..Counts::default()
             }
         ))
     );

@@ -1,0 +1,581 @@
+//! Protected paths: a command runs in a scratch copy of the root — the tree as the agent
+//! left it (tracked, untracked, uncommitted), without any `.git` — in which every path
+//! matching the protected globs holds its content at the base revision, and such paths
+//! absent at the base are absent. The real tree and its repository are only read.
+//!
+//! Files are copied, never hard-linked (a test writing through a hard link would write
+//! the real file); `std::fs::copy` uses `copy_file_range`, which a copy-on-write file
+//! system (btrfs, XFS with reflink) can serve as a reflink. Modification times are kept,
+//! so a build tool's freshness checks see the tree as it is; files written from the base
+//! are newer than everything, so whatever depends on them is rebuilt.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::error::ProbeError;
+use crate::spec::{IgnoredFiles, Protect};
+
+/// Largest protected file read from the base revision.
+const MAX_BLOB_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A prepared scratch copy; removed when dropped.
+pub struct Scratch {
+    dir: Option<tempfile::TempDir>,
+    /// The copy of the root.
+    pub root: PathBuf,
+    /// The base revision, resolved to a commit.
+    pub base_commit: String,
+    /// Files and symlinks copied from the tree, and their bytes.
+    pub copied_files: u64,
+    pub copied_bytes: u64,
+    /// Paths written from the base revision.
+    pub protected_files: u64,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(d) = self.dir.take() {
+            // A test may leave read-only directories; make them removable first.
+            make_writable(d.path());
+            let _ = d.close();
+        }
+    }
+}
+
+fn make_writable(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            let p = e.path();
+            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700));
+            make_writable(&p);
+        }
+    }
+}
+
+fn perr(reason: impl Into<String>) -> ProbeError {
+    ProbeError::Protect {
+        reason: reason.into(),
+    }
+}
+
+/// The protected globs. `*` does not cross `/`; a pattern also covers everything under
+/// a directory it matches.
+pub struct Globs {
+    set: GlobSet,
+    /// Each pattern, and the length of its literal start (up to its first glob
+    /// character; `None` when it has none).
+    literal: Vec<(String, Option<usize>)>,
+}
+
+impl Globs {
+    pub fn new(patterns: &[String]) -> Result<Globs, ProbeError> {
+        if patterns.is_empty() {
+            return Err(ProbeError::invalid("protect.paths is empty"));
+        }
+        let mut b = GlobSetBuilder::new();
+        let mut literal = Vec::new();
+        for p in patterns {
+            let bad = |why: &str| {
+                ProbeError::invalid(format!("protect.paths: pattern {p:?} {why}"))
+            };
+            if p.is_empty() {
+                return Err(bad("is empty"));
+            }
+            if p.starts_with('/') {
+                return Err(bad("is absolute (patterns are relative to the root)"));
+            }
+            if p.split('/').any(|c| c == ".." || c == ".") {
+                return Err(bad("has a `.` or `..` component"));
+            }
+            let g = GlobBuilder::new(p.trim_end_matches('/'))
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| bad(&format!("is not a glob: {e}")))?;
+            b.add(g);
+            literal.push((p.clone(), p.find(['*', '?', '[', '{', '\\'])));
+        }
+        let set = b
+            .build()
+            .map_err(|e| ProbeError::invalid(format!("protect.paths: {e}")))?;
+        Ok(Globs { set, literal })
+    }
+
+    /// Could some pattern match a path strictly beneath directory `rel`?
+    fn may_match_under(&self, rel: &str) -> bool {
+        let dir = format!("{rel}/");
+        self.literal.iter().any(|(pattern, lit_len)| {
+            let Some(lit_len) = lit_len else {
+                // No glob character: it names one path (and what lies beneath it).
+                return pattern.starts_with(&dir);
+            };
+            // A glob's fixed directory part, which `rel/` must lie within; a glob whose
+            // rest has no `/` and no `**` matches only directly in that directory.
+            let lit = &pattern[..*lit_len];
+            if lit.starts_with(&dir) {
+                return true;
+            }
+            let fixed = lit.rfind('/').map_or("", |i| &lit[..=i]);
+            let rest = &pattern[fixed.len()..];
+            if rest.contains('/') || rest.contains("**") {
+                dir.starts_with(fixed)
+            } else {
+                dir == fixed
+            }
+        })
+    }
+
+    /// Does `rel` (a `/`-separated path under the root) or one of its parent
+    /// directories match?
+    pub fn covers(&self, rel: &str) -> bool {
+        let mut prefix = rel;
+        loop {
+            if self.set.is_match(prefix) {
+                return true;
+            }
+            match prefix.rfind('/') {
+                Some(i) => prefix = &prefix[..i],
+                None => return false,
+            }
+        }
+    }
+
+    fn is_match(&self, rel: &str) -> bool {
+        self.set.is_match(rel)
+    }
+}
+
+/// Every git call of this module: no system or user config, no prompts, no optional
+/// locks, no replace objects, no fsmonitor or hooks. One place, so the crate's
+/// hardened git builder can take over with a one-line change.
+fn git(program: &Path, cwd: &Path) -> Command {
+    let mut c = Command::new(program);
+    c.current_dir(cwd)
+        .env_clear()
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_NO_LAZY_FETCH", "1")
+        .env("LC_ALL", "C")
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.untrackedCache=false",
+        ])
+        .stdin(Stdio::null());
+    c
+}
+
+/// Run git to completion and return stdout; a failure names the command.
+fn git_out(program: &Path, cwd: &Path, args: &[&str]) -> Result<Vec<u8>, ProbeError> {
+    let out = git(program, cwd)
+        .args(args)
+        .output()
+        .map_err(|e| perr(format!("cannot run git: {e}")))?;
+    if !out.status.success() {
+        let msg = String::from_utf8_lossy(&out.stderr);
+        let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(perr(format!(
+            "git {} failed ({}): {}",
+            args.first().copied().unwrap_or(""),
+            out.status,
+            first.trim()
+        )));
+    }
+    Ok(out.stdout)
+}
+
+/// A file of the base revision to put in the copy.
+struct Entry {
+    mode: String,
+    oid: String,
+    rel: String,
+}
+
+/// Build the scratch copy of `root`. Blocking; checks `deadline` as it goes.
+pub fn prepare(
+    root: &Path,
+    spec: &Protect,
+    git_program: &Path,
+    deadline: Instant,
+) -> Result<Scratch, ProbeError> {
+    crate::git::check_rev(&spec.base)?;
+    let globs = Globs::new(&spec.paths)?;
+    let late = || -> Result<(), ProbeError> {
+        if Instant::now() > deadline {
+            Err(perr("the time limit passed while copying the tree"))
+        } else {
+            Ok(())
+        }
+    };
+
+    let inside = git_out(git_program, root, &["rev-parse", "--is-inside-work-tree"])?;
+    if String::from_utf8_lossy(&inside).trim() != "true" {
+        return Err(perr("the root is not inside a git work tree"));
+    }
+    let prefix = String::from_utf8_lossy(&git_out(
+        git_program,
+        root,
+        &["rev-parse", "--show-prefix"],
+    )?)
+    .trim_end_matches('\n')
+    .to_string();
+    let wanted = format!("{}^{{commit}}", spec.base);
+    let commit = git_out(
+        git_program,
+        root,
+        &["rev-parse", "--verify", "--quiet", "--end-of-options", &wanted],
+    )
+    .map_err(|_| {
+        perr(format!(
+            "base {:?} is not a commit of the repository",
+            spec.base
+        ))
+    })?;
+    let base_commit = String::from_utf8_lossy(&commit).trim().to_string();
+
+    // The protected files at base, relative to the root.
+    let listing = git_out(
+        git_program,
+        root,
+        &["ls-tree", "-r", "-z", "--full-tree", &base_commit],
+    )?;
+    let mut entries = Vec::new();
+    for rec in listing.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        let rec = String::from_utf8(rec.to_vec())
+            .map_err(|_| perr("a path at base is not UTF-8"))?;
+        let (meta, path) = rec
+            .split_once('\t')
+            .ok_or_else(|| perr("unexpected git ls-tree output"))?;
+        let mut f = meta.split(' ');
+        let (Some(mode), Some(_kind), Some(oid)) = (f.next(), f.next(), f.next()) else {
+            return Err(perr("unexpected git ls-tree output"));
+        };
+        let Some(rel) = path.strip_prefix(prefix.as_str()) else {
+            continue;
+        };
+        if globs.covers(rel) {
+            entries.push(Entry {
+                mode: mode.to_string(),
+                oid: oid.to_string(),
+                rel: rel.to_string(),
+            });
+        }
+    }
+
+    // Ignored files to leave out, when asked.
+    let mut omit: Vec<String> = Vec::new();
+    if spec.ignored == IgnoredFiles::Omit {
+        let out = git_out(
+            git_program,
+            root,
+            &[
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+                "--directory",
+            ],
+        )?;
+        for p in out.split(|&b| b == 0).filter(|p| !p.is_empty()) {
+            omit.push(String::from_utf8_lossy(p).trim_end_matches('/').to_string());
+        }
+        omit.sort();
+    }
+
+    let dir = tempfile::Builder::new()
+        .prefix("evident-protect-")
+        .tempdir()
+        .map_err(|e| perr(format!("cannot create a scratch directory: {e}")))?;
+    let copy_root = dir.path().join("root");
+    let mut scratch = Scratch {
+        root: copy_root.clone(),
+        dir: Some(dir),
+        base_commit,
+        copied_files: 0,
+        copied_bytes: 0,
+        protected_files: 0,
+    };
+    std::fs::create_dir(&copy_root).map_err(|e| perr(format!("scratch directory: {e}")))?;
+    let mut walk = Walk {
+        globs: &globs,
+        omit: &omit,
+        late: &late,
+        files: 0,
+        bytes: 0,
+    };
+    walk.copy_dir(root, &copy_root, "")?;
+    scratch.copied_files = walk.files;
+    scratch.copied_bytes = walk.bytes;
+    late()?;
+    scratch.protected_files = write_base(git_program, root, &copy_root, &entries)?;
+    Ok(scratch)
+}
+
+struct Walk<'a> {
+    globs: &'a Globs,
+    omit: &'a [String],
+    late: &'a dyn Fn() -> Result<(), ProbeError>,
+    files: u64,
+    bytes: u64,
+}
+
+impl Walk<'_> {
+    /// Copy `src` into the existing directory `dst`, skipping `.git`, protected paths
+    /// (they come from the base) and omitted ignored paths. Symlinks are copied as
+    /// symlinks, never followed; sockets, FIFOs and devices are left out.
+    fn copy_dir(&mut self, src: &Path, dst: &Path, rel: &str) -> Result<(), ProbeError> {
+        let io = |p: &Path, e: std::io::Error| perr(format!("copying {}: {e}", p.display()));
+        let rd = std::fs::read_dir(src).map_err(|e| io(src, e))?;
+        for e in rd {
+            let e = e.map_err(|e| io(src, e))?;
+            let name = e.file_name();
+            let Some(name_s) = name.to_str() else {
+                return Err(perr(format!(
+                    "{}: a file name that is not UTF-8",
+                    src.display()
+                )));
+            };
+            if name_s == ".git" {
+                continue;
+            }
+            let child_rel = if rel.is_empty() {
+                name_s.to_string()
+            } else {
+                format!("{rel}/{name_s}")
+            };
+            if self.globs.is_match(&child_rel) || self.omit.binary_search(&child_rel).is_ok() {
+                continue;
+            }
+            let from = e.path();
+            let to = dst.join(&name);
+            let meta = std::fs::symlink_metadata(&from).map_err(|e| io(&from, e))?;
+            let ft = meta.file_type();
+            if ft.is_dir() {
+                std::fs::create_dir(&to).map_err(|e| io(&to, e))?;
+                self.copy_dir(&from, &to, &child_rel)?;
+                std::fs::set_permissions(&to, meta.permissions()).map_err(|e| io(&to, e))?;
+            } else if ft.is_symlink() {
+                // A symlink to a directory would bring in files that protected
+                // patterns beneath it should have filtered (`tests -> fake_tests`).
+                if std::fs::metadata(&from).is_ok_and(|m| m.is_dir())
+                    && self.globs.may_match_under(&child_rel)
+                {
+                    continue;
+                }
+                let target = std::fs::read_link(&from).map_err(|e| io(&from, e))?;
+                std::os::unix::fs::symlink(&target, &to).map_err(|e| io(&to, e))?;
+                self.files += 1;
+            } else if ft.is_file() {
+                std::fs::copy(&from, &to).map_err(|e| io(&from, e))?;
+                let times = std::fs::FileTimes::new()
+                    .set_modified(meta.modified().map_err(|e| io(&from, e))?)
+                    .set_accessed(meta.accessed().map_err(|e| io(&from, e))?);
+                std::fs::File::options()
+                    .write(true)
+                    .open(&to)
+                    .and_then(|f| f.set_times(times))
+                    .or_else(|e| {
+                        // A read-only file: its times are kept through a read handle.
+                        std::fs::File::open(&to)
+                            .and_then(|f| f.set_times(times))
+                            .map_err(|_| e)
+                    })
+                    .map_err(|e| io(&to, e))?;
+                self.files += 1;
+                self.bytes = self.bytes.saturating_add(meta.len());
+                if self.files % 256 == 0 {
+                    (self.late)()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Make `dir` (relative to `root`) a real directory, replacing whatever the agent's
+/// tree put there (a file, or a symlink that could lead out of the copy).
+fn real_dir(root: &Path, rel_dir: &str) -> Result<PathBuf, ProbeError> {
+    let mut p = root.to_path_buf();
+    for c in rel_dir.split('/').filter(|c| !c.is_empty()) {
+        p.push(c);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_dir() => {}
+            Ok(_) => {
+                std::fs::remove_file(&p).map_err(|e| perr(format!("{}: {e}", p.display())))?;
+                std::fs::create_dir(&p).map_err(|e| perr(format!("{}: {e}", p.display())))?;
+            }
+            Err(_) => {
+                std::fs::create_dir(&p).map_err(|e| perr(format!("{}: {e}", p.display())))?;
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// Write the protected files of the base revision into the copy, reading the blobs
+/// with one `git cat-file --batch`.
+fn write_base(
+    git_program: &Path,
+    repo: &Path,
+    copy_root: &Path,
+    entries: &[Entry],
+) -> Result<u64, ProbeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let blobs: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| e.mode == "100644" || e.mode == "100755" || e.mode == "120000")
+        .collect();
+    if blobs.is_empty() {
+        return Ok(0);
+    }
+    let mut child = git(git_program, repo)
+        .args(["cat-file", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| perr(format!("cannot run git cat-file: {e}")))?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| perr("git cat-file: no stdin"))?;
+    let ids: String = blobs.iter().map(|e| format!("{}\n", e.oid)).collect();
+    // Written from another thread so a full stdout pipe cannot deadlock us.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(ids.as_bytes());
+    });
+    let mut out = std::io::BufReader::new(
+        child
+            .stdout
+            .take()
+            .ok_or_else(|| perr("git cat-file: no stdout"))?,
+    );
+    let result = (|| {
+        let mut n = 0u64;
+        for e in &blobs {
+            let mut header = Vec::new();
+            loop {
+                let mut b = [0u8; 1];
+                out.read_exact(&mut b)
+                    .map_err(|err| perr(format!("git cat-file: {err}")))?;
+                if b[0] == b'\n' {
+                    break;
+                }
+                header.push(b[0]);
+                if header.len() > 256 {
+                    return Err(perr("git cat-file: malformed header"));
+                }
+            }
+            let header = String::from_utf8_lossy(&header).to_string();
+            let size: u64 = header
+                .rsplit(' ')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .filter(|_| header.starts_with(&e.oid))
+                .ok_or_else(|| perr(format!("git cat-file: {header}")))?;
+            if size > MAX_BLOB_BYTES {
+                return Err(ProbeError::Oversize {
+                    what: format!("protected file {:?} at base", e.rel),
+                    limit: MAX_BLOB_BYTES,
+                });
+            }
+            let mut content = vec![0u8; usize::try_from(size).unwrap_or(usize::MAX)];
+            out.read_exact(&mut content)
+                .map_err(|err| perr(format!("git cat-file: {err}")))?;
+            let mut nl = [0u8; 1];
+            out.read_exact(&mut nl)
+                .map_err(|err| perr(format!("git cat-file: {err}")))?;
+
+            let (parent, name) = match e.rel.rsplit_once('/') {
+                Some((p, n)) => (p, n),
+                None => ("", e.rel.as_str()),
+            };
+            let dir = real_dir(copy_root, parent)?;
+            let to = dir.join(name);
+            if let Ok(m) = std::fs::symlink_metadata(&to) {
+                // Only a directory can be here (the copy skipped protected paths):
+                // the agent's tree had a directory where the base has a file.
+                let r = if m.file_type().is_dir() {
+                    make_writable(&to);
+                    std::fs::remove_dir_all(&to)
+                } else {
+                    std::fs::remove_file(&to)
+                };
+                r.map_err(|err| perr(format!("{}: {err}", to.display())))?;
+            }
+            if e.mode == "120000" {
+                let target = String::from_utf8(content)
+                    .map_err(|_| perr(format!("symlink {:?} at base is not UTF-8", e.rel)))?;
+                std::os::unix::fs::symlink(target, &to)
+                    .map_err(|err| perr(format!("{}: {err}", to.display())))?;
+            } else {
+                let mut f = std::fs::File::create_new(&to)
+                    .map_err(|err| perr(format!("{}: {err}", to.display())))?;
+                f.write_all(&content)
+                    .map_err(|err| perr(format!("{}: {err}", to.display())))?;
+                let mode = if e.mode == "100755" { 0o755 } else { 0o644 };
+                f.set_permissions(std::fs::Permissions::from_mode(mode))
+                    .map_err(|err| perr(format!("{}: {err}", to.display())))?;
+            }
+            n += 1;
+        }
+        Ok(n)
+    })();
+    drop(out);
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = writer.join();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_cover_directories_and_stay_in_components() {
+        let g = Globs::new(&[
+            "tests/**".into(),
+            "conftest.py".into(),
+            "*.ini".into(),
+            "docs".into(),
+        ])
+        .unwrap();
+        assert!(g.covers("tests/test_a.py"));
+        assert!(g.covers("tests/sub/x.py"));
+        assert!(!g.covers("tests"));
+        assert!(g.covers("conftest.py"));
+        assert!(!g.covers("sub/conftest.py"));
+        assert!(g.covers("pytest.ini"));
+        assert!(!g.covers("sub/pytest.ini"), "* does not cross /");
+        assert!(g.covers("docs/a/b.md"));
+        for bad in ["", "/abs", "../x", "a/./b"] {
+            assert!(Globs::new(&[bad.into()]).is_err(), "{bad}");
+        }
+        assert!(Globs::new(&[]).is_err());
+        assert!(g.may_match_under("tests"));
+        assert!(!g.may_match_under("src"));
+        assert!(!g.may_match_under("docs"), "docs itself is matched, not beneath");
+        let any = Globs::new(&["**/conftest.py".into()]).unwrap();
+        assert!(any.may_match_under("src"));
+        let nested = Globs::new(&["pkg/tests/*.py".into()]).unwrap();
+        assert!(nested.may_match_under("pkg"));
+        assert!(nested.may_match_under("pkg/tests"));
+        assert!(!nested.may_match_under("lib"));
+    }
+}
