@@ -296,18 +296,95 @@ fn read_junit(
 /// package at the top of the tree (`sys.path[0]` under `-m`, and the root pytest
 /// inserts for test modules) would replace.
 const PYTEST_MODULES: &[&str] = &[
-    "pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup",
-    "tomli", "tomllib", "pygments", "colorama", "argparse", "ast", "atexit", "base64",
-    "bdb", "binascii", "bisect", "bz2", "calendar", "cmd", "code", "codeop",
-    "collections", "contextlib", "copy", "copyreg", "csv", "dataclasses", "datetime",
-    "decimal", "difflib", "dis", "email", "encodings", "enum", "fnmatch", "functools",
-    "gettext", "glob", "hashlib", "heapq", "importlib", "inspect", "ipaddress", "json",
-    "keyword", "linecache", "locale", "logging", "lzma", "numbers", "opcode",
-    "operator", "pathlib", "pdb", "platform", "pprint", "pyexpat", "quopri", "random",
-    "re", "reprlib", "runpy", "selectors", "shlex", "shutil", "signal", "socket",
-    "string", "struct", "subprocess", "tempfile", "textwrap", "threading", "token",
-    "tokenize", "traceback", "types", "typing", "unittest", "urllib", "uuid",
-    "warnings", "weakref", "xml", "zipfile", "zipimport", "sitecustomize",
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "py",
+    "iniconfig",
+    "packaging",
+    "exceptiongroup",
+    "tomli",
+    "tomllib",
+    "pygments",
+    "colorama",
+    "argparse",
+    "ast",
+    "atexit",
+    "base64",
+    "bdb",
+    "binascii",
+    "bisect",
+    "bz2",
+    "calendar",
+    "cmd",
+    "code",
+    "codeop",
+    "collections",
+    "contextlib",
+    "copy",
+    "copyreg",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "dis",
+    "email",
+    "encodings",
+    "enum",
+    "fnmatch",
+    "functools",
+    "gettext",
+    "glob",
+    "hashlib",
+    "heapq",
+    "importlib",
+    "inspect",
+    "ipaddress",
+    "json",
+    "keyword",
+    "linecache",
+    "locale",
+    "logging",
+    "lzma",
+    "numbers",
+    "opcode",
+    "operator",
+    "pathlib",
+    "pdb",
+    "platform",
+    "pprint",
+    "pyexpat",
+    "quopri",
+    "random",
+    "re",
+    "reprlib",
+    "runpy",
+    "selectors",
+    "shlex",
+    "shutil",
+    "signal",
+    "socket",
+    "string",
+    "struct",
+    "subprocess",
+    "tempfile",
+    "textwrap",
+    "threading",
+    "token",
+    "tokenize",
+    "traceback",
+    "types",
+    "typing",
+    "unittest",
+    "urllib",
+    "uuid",
+    "warnings",
+    "weakref",
+    "xml",
+    "zipfile",
+    "zipimport",
+    "sitecustomize",
     "usercustomize",
 ];
 
@@ -376,7 +453,11 @@ pub fn validate(spec: &CommandSpec) -> Result<(), ProbeError> {
         crate::git::check_rev(&p.base)?;
         protect::Globs::new(&p.paths)?;
     }
-    if spec.tests_passed.iter().any(|t| t.is_empty() || t.contains('\0')) {
+    if spec
+        .tests_passed
+        .iter()
+        .any(|t| t.is_empty() || t.contains('\0'))
+    {
         return Err(ProbeError::invalid("tests_passed holds an empty name"));
     }
     if !spec.tests_passed.is_empty() {
@@ -426,14 +507,19 @@ fn runner_of(spec: &CommandSpec) -> Option<Runner> {
         .or_else(|| summary::runner_from_argv(&words(spec)))
 }
 
+/// Does the command run pytest (whatever format its counts are read from)?
+fn runs_pytest(spec: &CommandSpec) -> bool {
+    spec.runner == Some(Runner::Pytest)
+        || summary::runner_from_argv(&words(spec)) == Some(Runner::Pytest)
+}
+
 fn report_source(spec: &CommandSpec) -> ReportSource {
     let runner = runner_of(spec);
-    if runner == Some(Runner::Pytest) && !spec.shell && pytest_word(&spec.argv).is_some() {
+    if runs_pytest(spec) && !spec.shell && pytest_word(&spec.argv).is_some() {
         ReportSource::GatePytest
     } else if spec.junit.is_some() {
         ReportSource::Junit
-    } else if runner == Some(Runner::Go) && !spec.shell && spec.argv.iter().any(|a| a == "-json")
-    {
+    } else if runner == Some(Runner::Go) && !spec.shell && spec.argv.iter().any(|a| a == "-json") {
         ReportSource::GoJson
     } else {
         ReportSource::None
@@ -502,18 +588,20 @@ pub async fn observe(
             let git = resolve_program("git", &ctx.root, gate_path)?;
             let (root, p) = (ctx.root.clone(), p.clone());
             let deadline = started + limit;
-            let s = tokio::task::spawn_blocking(move || protect::prepare(&root, &p, &git, deadline))
-                .await
-                .map_err(|e| ProbeError::Protect {
-                    reason: format!("preparing the copy failed: {e}"),
-                })??;
+            let s =
+                tokio::task::spawn_blocking(move || protect::prepare(&root, &p, &git, deadline))
+                    .await
+                    .map_err(|e| ProbeError::Protect {
+                        reason: format!("preparing the copy failed: {e}"),
+                    })??;
             Some(s)
         }
     };
     let root: &Path = scratch.as_ref().map_or(ctx.root.as_path(), |s| &s.root);
     let cwd = paths::existing(root, spec.cwd.as_deref().unwrap_or("."), true)?;
     let runner_hint = runner_of(spec);
-    if runner_hint == Some(Runner::Pytest) {
+    let pytest = runs_pytest(spec);
+    if pytest {
         check_pytest_shadowing(root, &cwd)?;
     }
     let mut env = child_env(spec, ctx, scrub)?;
@@ -522,7 +610,7 @@ pub async fn observe(
         if !env.iter().any(|(k, _)| k == "PYTHONDONTWRITEBYTECODE") {
             env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
         }
-        if runner_hint == Some(Runner::Pytest) && spec.shell {
+        if pytest && spec.shell {
             match env.iter_mut().find(|(k, _)| k == "PYTEST_ADDOPTS") {
                 Some((_, v)) => v.push_str(" -p no:cacheprovider"),
                 None => env.push(("PYTEST_ADDOPTS".into(), "-p no:cacheprovider".into())),
@@ -556,9 +644,7 @@ pub async fn observe(
         )
     } else {
         let mut argv = spec.argv.clone();
-        if runner_hint == Some(Runner::Pytest)
-            && let Some(i) = pytest_word(&argv)
-        {
+        if pytest && let Some(i) = pytest_word(&argv) {
             // Right after `pytest`: before the contract's own arguments, after the
             // tree's `addopts` (which pytest reads first), so the tree cannot undo them.
             let mut extra = Vec::new();
@@ -647,7 +733,6 @@ pub async fn observe(
                     ));
                 }
             };
-            let pytest = runner_hint == Some(Runner::Pytest);
             Some(
                 spec.tests_passed
                     .iter()

@@ -83,9 +83,8 @@ impl Globs {
         let mut b = GlobSetBuilder::new();
         let mut literal = Vec::new();
         for p in patterns {
-            let bad = |why: &str| {
-                ProbeError::invalid(format!("protect.paths: pattern {p:?} {why}"))
-            };
+            let bad =
+                |why: &str| ProbeError::invalid(format!("protect.paths: pattern {p:?} {why}"));
             if p.is_empty() {
                 return Err(bad("is empty"));
             }
@@ -237,7 +236,13 @@ pub fn prepare(
     let commit = git_out(
         git_program,
         root,
-        &["rev-parse", "--verify", "--quiet", "--end-of-options", &wanted],
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &wanted,
+        ],
     )
     .map_err(|_| {
         perr(format!(
@@ -255,8 +260,8 @@ pub fn prepare(
     )?;
     let mut entries = Vec::new();
     for rec in listing.split(|&b| b == 0).filter(|r| !r.is_empty()) {
-        let rec = String::from_utf8(rec.to_vec())
-            .map_err(|_| perr("a path at base is not UTF-8"))?;
+        let rec =
+            String::from_utf8(rec.to_vec()).map_err(|_| perr("a path at base is not UTF-8"))?;
         let (meta, path) = rec
             .split_once('\t')
             .ok_or_else(|| perr("unexpected git ls-tree output"))?;
@@ -398,7 +403,7 @@ impl Walk<'_> {
                     .map_err(|e| io(&to, e))?;
                 self.files += 1;
                 self.bytes = self.bytes.saturating_add(meta.len());
-                if self.files % 256 == 0 {
+                if self.files.is_multiple_of(256) {
                     (self.late)()?;
                 }
             }
@@ -570,7 +575,10 @@ mod tests {
         assert!(Globs::new(&[]).is_err());
         assert!(g.may_match_under("tests"));
         assert!(!g.may_match_under("src"));
-        assert!(!g.may_match_under("docs"), "docs itself is matched, not beneath");
+        assert!(
+            !g.may_match_under("docs"),
+            "docs itself is matched, not beneath"
+        );
         let any = Globs::new(&["**/conftest.py".into()]).unwrap();
         assert!(any.may_match_under("src"));
         let nested = Globs::new(&["pkg/tests/*.py".into()]).unwrap();

@@ -267,7 +267,10 @@ fn nextest_line(t: &str) -> Option<Counts> {
     let (head, list) = after.split_once("run:")?;
     let mut c = Counts::default();
     // "5/10 tests run": a cancelled run; the other 5 did not run.
-    if let Some((ran, total)) = head.split_whitespace().next().and_then(|w| w.split_once('/'))
+    if let Some((ran, total)) = head
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.split_once('/'))
         && let (Ok(ran), Ok(total)) = (ran.parse::<u64>(), total.parse::<u64>())
     {
         c.not_run = total.saturating_sub(ran);
@@ -432,9 +435,10 @@ pub fn parse_junit(xml: &str) -> Result<Report, String> {
                 let get = |k: &str| -> Result<u64, String> {
                     match node.attribute(k) {
                         None => Ok(0),
-                        Some(v) => v.trim().parse::<u64>().map_err(|_| {
-                            format!("attribute {k}={v:?} of <{name}> is not a count")
-                        }),
+                        Some(v) => v
+                            .trim()
+                            .parse::<u64>()
+                            .map_err(|_| format!("attribute {k}={v:?} of <{name}> is not a count")),
                     }
                 };
                 let tests = get("tests")?;
@@ -719,7 +723,11 @@ mod tests {
         assert_eq!(st("tests/test_zip.py::test_dup", true), Named::Failed);
         assert_eq!(st("tests/test_zip.py::test_skip", true), Named::Skipped);
         assert_eq!(st("tests/test_zip.py::test_none", true), Named::Absent);
-        assert_eq!(st("test_ok", true), Named::Absent, "pytest names are node ids");
+        assert_eq!(
+            st("test_ok", true),
+            Named::Absent,
+            "pytest names are node ids"
+        );
         assert_eq!(st("mycrate::tests::adds", false), Named::Passed);
         assert_eq!(st("tests::adds", false), Named::Passed);
         assert_eq!(st("other::tests::adds", false), Named::Absent);
@@ -733,7 +741,10 @@ mod tests {
         p.feed_line("--- PASS: TestC (0.00s)");
         let cases = p.go_cases().unwrap();
         assert_eq!(cases.len(), 1);
-        assert_eq!(named_status(cases, "example.com/m::TestA", false), Named::Passed);
+        assert_eq!(
+            named_status(cases, "example.com/m::TestA", false),
+            Named::Passed
+        );
         assert_eq!(named_status(cases, "TestC", false), Named::Absent);
     }
 }

@@ -135,7 +135,11 @@ async fn addopts_deselect_is_counted_as_not_run() {
     let o = ok(run(&pytest_src(""), &c, 120.0).await);
     assert_eq!(o["exit_code"], json!(0));
     assert_eq!(o["failed"], json!(0));
-    assert_eq!(o["skipped"], json!(1), "a deselected test did not run: {o:?}");
+    assert_eq!(
+        o["skipped"],
+        json!(1),
+        "a deselected test did not run: {o:?}"
+    );
     assert_eq!(o["deselected"], json!(1));
 
     // Honest twin: no pytest.ini, the bug fixed: nothing skipped.
@@ -143,7 +147,11 @@ async fn addopts_deselect_is_counted_as_not_run() {
     write(d.path(), "app.py", APP_FIXED);
     let o = ok(run(&pytest_src(""), &c, 120.0).await);
     assert_eq!(
-        (o["passed"].clone(), o["failed"].clone(), o["skipped"].clone()),
+        (
+            o["passed"].clone(),
+            o["failed"].clone(),
+            o["skipped"].clone()
+        ),
         (json!(2), json!(0), json!(0))
     );
     assert_eq!(o["deselected"], json!(0));
@@ -279,10 +287,7 @@ async fn named_tests_from_pytests_own_report() {
         r#"{ command = { argv = ["pytest"], junit = "r.xml", tests_passed = ["t.py::a"] } }"#,
     ] {
         let e = src(bad).validate().unwrap_err();
-        assert!(
-            matches!(e, ProbeError::InvalidSpec { .. }),
-            "{bad}: {e}"
-        );
+        assert!(matches!(e, ProbeError::InvalidSpec { .. }), "{bad}: {e}");
     }
 }
 
@@ -303,8 +308,14 @@ async fn conftest_hookwrapper_is_defeated_by_protect() {
 
     // Unprotected: the forgery reaches the counts, the exit code and the JUnit report.
     let o = ok(run(&pytest_src(&format!(", {name}")), &c, 120.0).await);
-    assert_eq!((o["exit_code"].clone(), o["failed"].clone()), (json!(0), json!(0)));
-    assert_eq!(o["tests_passed"], json!(["test_app.py::test_rejects_letters"]));
+    assert_eq!(
+        (o["exit_code"].clone(), o["failed"].clone()),
+        (json!(0), json!(0))
+    );
+    assert_eq!(
+        o["tests_passed"],
+        json!(["test_app.py::test_rejects_letters"])
+    );
 
     let protect = format!(
         r#", {name}, protect = {{ base = "{base}", paths = ["conftest.py", "test_*.py", "pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"] }}"#
@@ -314,17 +325,30 @@ async fn conftest_hookwrapper_is_defeated_by_protect() {
     assert_eq!(o["exit_code"], json!(1), "{o:?}");
     assert_eq!(o["failed"], json!(1));
     assert_eq!(o["tests_passed"], json!([]));
-    assert_eq!(o["tests"]["test_app.py::test_rejects_letters"], json!("failed"));
+    assert_eq!(
+        o["tests"]["test_app.py::test_rejects_letters"],
+        json!("failed")
+    );
     assert_eq!(o["protect_base"], json!(base));
-    assert_eq!(snapshot(d.path()), before, "a protected run wrote into the tree");
+    assert_eq!(
+        snapshot(d.path()),
+        before,
+        "a protected run wrote into the tree"
+    );
 
     // Honest twin: the agent fixes the app (and its conftest is harmless or absent).
     std::fs::remove_file(d.path().join("conftest.py")).unwrap();
     write(d.path(), "app.py", APP_FIXED);
     let o = ok(run(&pytest_src(&protect), &c, 120.0).await);
     assert_eq!(o["exit_code"], json!(0), "{o:?}");
-    assert_eq!((o["passed"].clone(), o["failed"].clone()), (json!(2), json!(0)));
-    assert_eq!(o["tests_passed"], json!(["test_app.py::test_rejects_letters"]));
+    assert_eq!(
+        (o["passed"].clone(), o["failed"].clone()),
+        (json!(2), json!(0))
+    );
+    assert_eq!(
+        o["tests_passed"],
+        json!(["test_app.py::test_rejects_letters"])
+    );
 }
 
 /// No trace of the gate: the same checks twice on an unchanged tree give the same
@@ -345,7 +369,11 @@ async fn same_checks_twice_same_result() {
     for _ in 0..2 {
         let g = ok(run(&clean, &c, 30.0).await);
         let t = ok(run(&tests, &c, 120.0).await);
-        rounds.push((g["clean"].clone(), t["exit_code"].clone(), t["passed"].clone()));
+        rounds.push((
+            g["clean"].clone(),
+            t["exit_code"].clone(),
+            t["passed"].clone(),
+        ));
     }
     assert_eq!(rounds[0], (json!(true), json!(0), json!(2)));
     assert_eq!(rounds[1], rounds[0]);

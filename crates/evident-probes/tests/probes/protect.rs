@@ -1,0 +1,281 @@
+//! Protected runs: the command runs in a scratch copy of the root in which protected
+//! paths hold their content at the base revision. Real git, real cargo.
+
+use std::path::Path;
+use std::time::Instant;
+
+use evident_probes::ProbeError;
+use serde_json::json;
+
+use crate::command::write;
+use crate::runners::{git, snapshot};
+use crate::{ctx, err, ok, run, src};
+
+/// Toolchain variables a real `cargo` needs.
+const CARGO_ENV: &str = r#"["PATH", "HOME", "RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN"]"#;
+
+/// What the copy holds: every path (sorted, `.git` never), then the content of a few.
+const SHOW: &str = "find . -path ./.git -prune -o -print | LC_ALL=C sort; echo ---; cat tests/test_a.py; echo ---; cat src/app.py; echo made > out.txt; mkdir -p __pycache__";
+
+#[tokio::test]
+async fn copy_has_the_tree_with_protected_paths_at_base() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    write(r, "tests/test_a.py", "base test\n");
+    write(r, "tests/helpers/h.py", "base helper\n");
+    write(r, "src/app.py", "base app\n");
+    write(r, "conftest.py", "base conftest\n");
+    write(r, ".gitignore", "build/\n");
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "base"]);
+    let base = git(r, &["rev-parse", "HEAD"]);
+    // The agent's edits: tests changed and added, conftest deleted, the app changed
+    // (uncommitted), untracked and ignored files, a committed change to the tests.
+    write(r, "tests/test_a.py", "agent test\n");
+    git(r, &["commit", "-q", "-am", "agent commit"]);
+    write(r, "tests/test_new.py", "agent new test\n");
+    write(r, "tests/helpers/h.py", "agent helper\n");
+    std::fs::remove_file(r.join("conftest.py")).unwrap();
+    write(r, "src/app.py", "agent app\n");
+    write(r, "notes.txt", "untracked\n");
+    write(r, "build/out.bin", "ignored build output\n");
+    std::os::unix::fs::symlink("src", r.join("src_link")).unwrap();
+    let c = ctx(r);
+    let before = snapshot(r);
+    let s = src(&format!(
+        r#"{{ command = {{ argv = [{SHOW:?}], shell = true, inherit_env = ["PATH"], capture_output = true, protect = {{ base = "{base}", paths = ["tests/**", "conftest.py"] }} }} }}"#
+    ));
+    let o = ok(run(&s, &c, 30.0).await);
+    let out = o["stdout"].as_str().unwrap();
+    let (listing, rest) = out.split_once("---\n").unwrap();
+    assert_eq!(
+        listing,
+        ".\n./.gitignore\n./build\n./build/out.bin\n./conftest.py\n./notes.txt\n./src\n./src/app.py\n./src_link\n./tests\n./tests/helpers\n./tests/helpers/h.py\n./tests/test_a.py\n"
+    );
+    assert_eq!(rest, "base test\n---\nagent app\n");
+    assert_eq!(o["protect_base"], json!(base));
+    assert_eq!(o["protected_files"], json!(3));
+    // The real tree and its .git are as they were: the run wrote only in the copy.
+    assert_eq!(snapshot(r), before);
+
+    // `ignored = "omit"` leaves ignored files out (and conftest.py, deleted by the
+    // agent, is not protected here).
+    let s = src(&format!(
+        r#"{{ command = {{ argv = ["ls"], inherit_env = ["PATH"], capture_output = true, protect = {{ base = "{base}", paths = ["tests/**"], ignored = "omit" }} }} }}"#
+    ));
+    let o = ok(run(&s, &c, 30.0).await);
+    assert_eq!(o["stdout"], json!("notes.txt\nsrc\nsrc_link\ntests\n"));
+}
+
+/// A symlink where protected paths lie (`tests -> fake`) or a file in place of a
+/// protected directory cannot bring the agent's files in.
+#[tokio::test]
+async fn symlinks_cannot_smuggle_protected_paths() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    write(r, "tests/test_a.py", "base\n");
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "base"]);
+    std::fs::remove_dir_all(r.join("tests")).unwrap();
+    write(r, "fake/test_a.py", "forged\n");
+    write(r, "fake/test_b.py", "forged\n");
+    std::os::unix::fs::symlink("fake", r.join("tests")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "conftest.py", "forged\n");
+    std::os::unix::fs::symlink(outside.path(), r.join("pkg")).unwrap();
+    let s = src(
+        r#"{ command = { argv = ["ls tests; cat tests/*; ls pkg 2>&1 | head -1"], shell = true, inherit_env = ["PATH"], capture_output = true, protect = { base = "main", paths = ["tests/**", "**/conftest.py"] } } }"#,
+    );
+    let o = ok(run(&s, &ctx(r), 30.0).await);
+    let out = o["stdout"].as_str().unwrap();
+    assert!(out.starts_with("test_a.py\nbase\n"), "{out}");
+    assert!(!out.contains("forged"), "{out}");
+    assert!(
+        out.contains("No such file"),
+        "the pkg link is left out: {out}"
+    );
+}
+
+#[tokio::test]
+async fn protect_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    let c = ctx(r);
+    // Not a repository.
+    let s = src(
+        r#"{ command = { argv = ["true"], protect = { base = "main", paths = ["tests/**"] } } }"#,
+    );
+    let e = err(run(&s, &c, 10.0).await);
+    assert!(matches!(e, ProbeError::Protect { .. }), "{e}");
+    git(r, &["init", "-q", "-b", "main"]);
+    write(r, "a.txt", "a\n");
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "base"]);
+    let s = src(
+        r#"{ command = { argv = ["true"], protect = { base = "no-such-branch", paths = ["tests/**"] } } }"#,
+    );
+    let e = err(run(&s, &c, 10.0).await);
+    assert_eq!(
+        e.to_string(),
+        "protected run: base \"no-such-branch\" is not a commit of the repository"
+    );
+    for bad in [
+        r#"{ command = { argv = ["true"], protect = { base = "main", paths = [] } } }"#,
+        r#"{ command = { argv = ["true"], protect = { base = "main", paths = ["../x"] } } }"#,
+        r#"{ command = { argv = ["true"], protect = { base = "main", paths = ["/etc"] } } }"#,
+        r#"{ command = { argv = ["true"], protect = { base = "--all", paths = ["x"] } } }"#,
+        r#"{ command = { argv = ["true"], protect = { base = "main", paths = ["a[b"] } } }"#,
+    ] {
+        let e = src(bad).validate().unwrap_err();
+        assert!(matches!(e, ProbeError::InvalidSpec { .. }), "{bad}: {e}");
+    }
+    // The honest run in the repository works.
+    let s = src(
+        r#"{ command = { argv = ["cat", "a.txt"], capture_output = true, protect = { base = "main", paths = ["tests/**"] } } }"#,
+    );
+    assert_eq!(ok(run(&s, &c, 10.0).await)["stdout"], json!("a\n"));
+}
+
+fn cargo_fixture(r: &Path) -> String {
+    git(r, &["init", "-q", "-b", "main"]);
+    write(
+        r,
+        "Cargo.toml",
+        "[package]\nname = \"zipcheck\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    write(
+        r,
+        "src/lib.rs",
+        "pub fn valid_zip(s: &str) -> bool { s.len() == 5 }\n\n#[cfg(test)]\nmod tests {\n    #[test] fn accepts_digits() { assert!(super::valid_zip(\"94107\")); }\n    #[test] fn rejects_letters() { assert!(!super::valid_zip(\"9410A\")); }\n}\n",
+    );
+    write(r, ".gitignore", "target/\n");
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "base"]);
+    git(r, &["rev-parse", "HEAD"])
+}
+
+/// Attack: a `[[test]] harness = false` target added to Cargo.toml (and the library's
+/// own tests switched off) prints `test result: ok. 3 passed`. Protecting Cargo.toml
+/// defeats it; the honest fix passes under the same protection.
+#[tokio::test]
+async fn cargo_harness_false_target_is_defeated_by_protecting_cargo_toml() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    let base = cargo_fixture(r);
+    let target = tempfile::tempdir().unwrap();
+    let mut manifest = std::fs::read_to_string(r.join("Cargo.toml")).unwrap();
+    manifest.push_str("\n[lib]\ntest = false\n\n[[test]]\nname = \"all\"\npath = \"ci/all.rs\"\nharness = false\n");
+    write(r, "Cargo.toml", &manifest);
+    write(
+        r,
+        "ci/all.rs",
+        "fn main() { println!(\"test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\"); }\n",
+    );
+    let c = ctx(r);
+    let cargo = |protect: &str| {
+        src(&format!(
+            r#"{{ command = {{ argv = ["cargo", "test", "--offline", "-q"], inherit_env = {CARGO_ENV}, env = {{ CARGO_TARGET_DIR = "{}" }}, timeout_s = 600 {protect} }} }}"#,
+            target.path().display()
+        ))
+    };
+    // Unprotected, the fake target is believed (today's behaviour).
+    let o = ok(run(&cargo(""), &c, 600.0).await);
+    assert_eq!(
+        (
+            o["exit_code"].clone(),
+            o["passed"].clone(),
+            o["failed"].clone()
+        ),
+        (json!(0), json!(3), json!(0)),
+        "{o:?}"
+    );
+    let protect = format!(
+        r#", protect = {{ base = "{base}", paths = ["Cargo.toml", "**/Cargo.toml", "build.rs", "tests/**", ".cargo/**", "rust-toolchain", "rust-toolchain.toml"] }}"#
+    );
+    let before = snapshot(r);
+    let o = ok(run(&cargo(&protect), &c, 600.0).await);
+    assert_eq!(
+        (
+            o["exit_code"].clone(),
+            o["passed"].clone(),
+            o["failed"].clone()
+        ),
+        (json!(101), json!(1), json!(1)),
+        "{o:?}"
+    );
+    assert_eq!(
+        snapshot(r),
+        before,
+        "no Cargo.lock or target/ in the real tree"
+    );
+
+    // Honest twin: the fix itself, with the same protection.
+    let manifest = std::fs::read_to_string(r.join("Cargo.toml")).unwrap();
+    write(r, "Cargo.toml", manifest.split("\n[lib]").next().unwrap());
+    write(
+        r,
+        "src/lib.rs",
+        &std::fs::read_to_string(r.join("src/lib.rs"))
+            .unwrap()
+            .replace(
+                "s.len() == 5 }",
+                "s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit()) }",
+            ),
+    );
+    let o = ok(run(&cargo(&protect), &c, 600.0).await);
+    assert_eq!(
+        (
+            o["exit_code"].clone(),
+            o["passed"].clone(),
+            o["failed"].clone()
+        ),
+        (json!(0), json!(2), json!(0)),
+        "{o:?}"
+    );
+}
+
+/// The cost of a protected run's copy on a repository of 10,000 files with a 1 GB
+/// ignored build directory (`ignored = "copy"` and `"omit"`). Outside CI:
+/// `cargo test -p evident-probes --release --test probes -- --ignored --nocapture protect_copy_benchmark`
+#[tokio::test]
+#[ignore = "benchmark: cargo test -p evident-probes --release --test probes -- --ignored --nocapture protect_copy_benchmark"]
+async fn protect_copy_benchmark() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    for i in 0..10_000 {
+        let dir = if i % 10 == 0 { "tests" } else { "src" };
+        write(
+            r,
+            &format!("{dir}/m{}/f{i}.py", i / 100),
+            &format!("# file {i}\n{}\n", "x = 1\n".repeat(40)),
+        );
+    }
+    write(r, ".gitignore", "target/\n");
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "base"]);
+    // 1 GB of build output: 256 files of 4 MiB.
+    let chunk = vec![7u8; 4 * 1024 * 1024];
+    for i in 0..256 {
+        let p = r.join(format!("target/debug/deps/obj{i}.rlib"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, &chunk).unwrap();
+    }
+    let c = ctx(r);
+    for mode in ["copy", "omit"] {
+        let s = src(&format!(
+            r#"{{ command = {{ argv = ["true"], protect = {{ base = "main", paths = ["tests/**", "conftest.py", "pytest.ini"], ignored = "{mode}" }} }} }}"#
+        ));
+        for round in 0..3 {
+            let t = Instant::now();
+            let o = ok(run(&s, &c, 600.0).await);
+            println!(
+                "protect ignored={mode} round {round}: {:.2} s ({} protected files)",
+                t.elapsed().as_secs_f64(),
+                o["protected_files"]
+            );
+        }
+    }
+}
