@@ -152,49 +152,41 @@ impl Globs {
     }
 }
 
-/// Every git call of this module: no system or user config, no prompts, no optional
-/// locks, no replace objects, no fsmonitor or hooks. One place, so the crate's
-/// hardened git builder can take over with a one-line change.
-fn git(program: &Path, cwd: &Path) -> Command {
-    let mut c = Command::new(program);
-    c.current_dir(cwd)
-        .env_clear()
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_NO_REPLACE_OBJECTS", "1")
-        .env("GIT_NO_LAZY_FETCH", "1")
-        .env("LC_ALL", "C")
-        .args([
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "core.untrackedCache=false",
-        ])
-        .stdin(Stdio::null());
-    c
+/// Every git call of this module: the crate's hardened git (no system or user config,
+/// no inherited `GIT_*`, every program- or file-naming key blanked) plus the
+/// repository's own neutralising arguments.
+struct Git<'a> {
+    program: &'a Path,
+    repo: &'a Path,
+    extra: Vec<String>,
 }
 
-/// Run git to completion and return stdout; a failure names the command.
-fn git_out(program: &Path, cwd: &Path, args: &[&str]) -> Result<Vec<u8>, ProbeError> {
-    let out = git(program, cwd)
-        .args(args)
-        .output()
-        .map_err(|e| perr(format!("cannot run git: {e}")))?;
-    if !out.status.success() {
-        let msg = String::from_utf8_lossy(&out.stderr);
-        let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        return Err(perr(format!(
-            "git {} failed ({}): {}",
-            args.first().copied().unwrap_or(""),
-            out.status,
-            first.trim()
-        )));
+impl Git<'_> {
+    fn command(&self) -> Command {
+        let mut c = crate::git::std_command(self.program, self.repo, None);
+        c.args(&self.extra);
+        c
     }
-    Ok(out.stdout)
+
+    /// Run git to completion and return stdout; a failure names the command.
+    fn out(&self, args: &[&str]) -> Result<Vec<u8>, ProbeError> {
+        let out = self
+            .command()
+            .args(args)
+            .output()
+            .map_err(|e| perr(format!("cannot run git: {e}")))?;
+        if !out.status.success() {
+            let msg = String::from_utf8_lossy(&out.stderr);
+            let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            return Err(perr(format!(
+                "git {} failed ({}): {}",
+                args.first().copied().unwrap_or(""),
+                out.status,
+                first.trim()
+            )));
+        }
+        Ok(out.stdout)
+    }
 }
 
 /// A file of the base revision to put in the copy.
@@ -221,43 +213,41 @@ pub fn prepare(
         }
     };
 
-    let inside = git_out(git_program, root, &["rev-parse", "--is-inside-work-tree"])?;
+    let mut g = Git {
+        program: git_program,
+        repo: root,
+        extra: Vec::new(),
+    };
+    let config = g
+        .out(crate::git::CONFIG_LIST_ARGS)
+        .map_err(|_| perr("the root is not inside a git work tree"))?;
+    g.extra = crate::git::neutralise(&config).map_err(|r| perr(r.to_string()))?;
+    let inside = g.out(&["rev-parse", "--is-inside-work-tree"])?;
     if String::from_utf8_lossy(&inside).trim() != "true" {
         return Err(perr("the root is not inside a git work tree"));
     }
-    let prefix = String::from_utf8_lossy(&git_out(
-        git_program,
-        root,
-        &["rev-parse", "--show-prefix"],
-    )?)
-    .trim_end_matches('\n')
-    .to_string();
+    let prefix = String::from_utf8_lossy(&g.out(&["rev-parse", "--show-prefix"])?)
+        .trim_end_matches('\n')
+        .to_string();
     let wanted = format!("{}^{{commit}}", spec.base);
-    let commit = git_out(
-        git_program,
-        root,
-        &[
+    let commit = g
+        .out(&[
             "rev-parse",
             "--verify",
             "--quiet",
             "--end-of-options",
             &wanted,
-        ],
-    )
-    .map_err(|_| {
-        perr(format!(
-            "base {:?} is not a commit of the repository",
-            spec.base
-        ))
-    })?;
+        ])
+        .map_err(|_| {
+            perr(format!(
+                "base {:?} is not a commit of the repository",
+                spec.base
+            ))
+        })?;
     let base_commit = String::from_utf8_lossy(&commit).trim().to_string();
 
     // The protected files at base, relative to the root.
-    let listing = git_out(
-        git_program,
-        root,
-        &["ls-tree", "-r", "-z", "--full-tree", &base_commit],
-    )?;
+    let listing = g.out(&["ls-tree", "-r", "-z", "--full-tree", &base_commit])?;
     let mut entries = Vec::new();
     for rec in listing.split(|&b| b == 0).filter(|r| !r.is_empty()) {
         let rec =
@@ -284,18 +274,14 @@ pub fn prepare(
     // Ignored files to leave out, when asked.
     let mut omit: Vec<String> = Vec::new();
     if spec.ignored == IgnoredFiles::Omit {
-        let out = git_out(
-            git_program,
-            root,
-            &[
-                "ls-files",
-                "-z",
-                "--others",
-                "--ignored",
-                "--exclude-standard",
-                "--directory",
-            ],
-        )?;
+        let out = g.out(&[
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+        ])?;
         for p in out.split(|&b| b == 0).filter(|p| !p.is_empty()) {
             omit.push(String::from_utf8_lossy(p).trim_end_matches('/').to_string());
         }
@@ -327,7 +313,7 @@ pub fn prepare(
     scratch.copied_files = walk.files;
     scratch.copied_bytes = walk.bytes;
     late()?;
-    scratch.protected_files = write_base(git_program, root, &copy_root, &entries)?;
+    scratch.protected_files = write_base(&g, &copy_root, &entries)?;
     Ok(scratch)
 }
 
@@ -434,12 +420,7 @@ fn real_dir(root: &Path, rel_dir: &str) -> Result<PathBuf, ProbeError> {
 
 /// Write the protected files of the base revision into the copy, reading the blobs
 /// with one `git cat-file --batch`.
-fn write_base(
-    git_program: &Path,
-    repo: &Path,
-    copy_root: &Path,
-    entries: &[Entry],
-) -> Result<u64, ProbeError> {
+fn write_base(g: &Git<'_>, copy_root: &Path, entries: &[Entry]) -> Result<u64, ProbeError> {
     use std::os::unix::fs::PermissionsExt;
     let blobs: Vec<&Entry> = entries
         .iter()
@@ -448,7 +429,8 @@ fn write_base(
     if blobs.is_empty() {
         return Ok(0);
     }
-    let mut child = git(git_program, repo)
+    let mut child = g
+        .command()
         .args(["cat-file", "--batch"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
