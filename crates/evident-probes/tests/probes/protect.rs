@@ -279,3 +279,60 @@ async fn protect_copy_benchmark() {
         }
     }
 }
+
+/// The repository's config cannot make the protected run's git start a program: a
+/// filter driver, an fsmonitor hook and a hooks path all name a canary that must never
+/// run; `core.worktree` is refused.
+#[tokio::test]
+async fn repository_config_runs_nothing_in_a_protected_run() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path().join("repo");
+    std::fs::create_dir(&r).unwrap();
+    git(&r, &["init", "-q", "-b", "main"]);
+    write(&r, "tests/test_a.py", "base\n");
+    write(&r, ".gitattributes", "* filter=evil diff=evil\n");
+    write(&r, ".gitignore", "build/\n");
+    git(&r, &["add", "."]);
+    git(&r, &["commit", "-q", "-m", "base"]);
+    write(&r, "build/x.o", "ignored\n");
+    let canary = d.path().join("canary");
+    let script = d.path().join("evil.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\ntouch {}\ncat\n", canary.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let s = script.display().to_string();
+    for (k, v) in [
+        ("filter.evil.clean", s.as_str()),
+        ("filter.evil.smudge", s.as_str()),
+        ("filter.evil.process", s.as_str()),
+        ("diff.evil.textconv", s.as_str()),
+        ("core.fsmonitor", s.as_str()),
+        ("core.hooksPath", d.path().to_str().unwrap()),
+    ] {
+        git(&r, &["config", k, v]);
+    }
+    let c = ctx(d.path());
+    for ignored in ["copy", "omit"] {
+        let src = src(&format!(
+            r#"{{ command = {{ argv = ["cat", "tests/test_a.py"], cwd = ".", capture_output = true, protect = {{ base = "main", paths = ["tests/**"], ignored = "{ignored}" }} }} }}"#
+        ));
+        let mut ctx2 = c.clone();
+        ctx2.root = r.clone();
+        let o = ok(run(&src, &ctx2, 30.0).await);
+        assert_eq!(o["stdout"], json!("base\n"));
+    }
+    assert!(!canary.exists(), "the repository's config ran a program");
+
+    git(&r, &["config", "core.worktree", d.path().to_str().unwrap()]);
+    let src = src(
+        r#"{ command = { argv = ["true"], protect = { base = "main", paths = ["tests/**"] } } }"#,
+    );
+    let mut ctx2 = c.clone();
+    ctx2.root = r.clone();
+    let e = err(run(&src, &ctx2, 30.0).await);
+    assert!(e.to_string().contains("core.worktree"), "{e}");
+}
