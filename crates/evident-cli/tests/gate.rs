@@ -449,6 +449,10 @@ fn contract_check_finds_owner_mistakes() {
             "one fixed record",
         ),
         (
+            "check_type = \"state_readback\"\ncovers = { kind = \"state_write\" }\nsource = { sqlite = { path = \"a.db\", query = \"SELECT zip FROM a WHERE id = '4471'\" } }\nexpected = { zip = \"1\" }\n",
+            "by kind alone",
+        ),
+        (
             "check_type = \"endpoint_health\"\ncovers = { id = \"m1\" }\nsource = { http = { url = \"http://127.0.0.1:1/\" } }\nexpected = { status = 200 }\n",
             "expects only a status",
         ),
@@ -540,4 +544,140 @@ fn markdown_summary_for_ci() {
             .all(|l| l.matches(" | ").count() == 3),
         "{text}"
     );
+}
+
+/// The document the gate decided is in the agent's hands. Found by the red team:
+/// deleting `required_checks` (a failing check's requirement), dropping a failing
+/// check's items, mixing signed items of two runs, or rewriting the claimed outcome
+/// made `verify --trust --policy` say verified. Each signed item now carries its run
+/// and what that run required, and is bound to the claim's words.
+#[test]
+fn the_decided_document_cannot_be_edited_into_verified() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("gate.key");
+    let (code, _, err) = run(evident(tmp.path())
+        .args(["key", "generate", "--id", "the-gate", "--out"])
+        .arg(&key));
+    assert_eq!(code, 0, "{err}");
+    let pubkey = tmp.path().join("gate.key.pub");
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("a"), "yes").unwrap();
+    let contract = write(
+        &root,
+        "contract.toml",
+        r#"
+[policy]
+max_age_s = 3600
+[[check]]
+id = "file"
+check_type = "state_readback"
+covers = { kind = "code_change" }
+source = { file = { path = "a", text = true } }
+expected = { text = "yes" }
+[[check]]
+id = "integration"
+check_type = "test_run"
+covers = { kind = "code_change" }
+source = { command = { argv = ["sh", "-c", "cat flag 2>/dev/null || echo 'test result: ok. 0 passed; 0 failed'"], runner = "cargo", inherit_env = ["PATH"] } }
+expected = { exit_code = 0, ran = true, failed = 0 }
+"#,
+    );
+    let claim = write(
+        tmp.path(),
+        "claim.json",
+        r#"{"spec_version": "0.1", "task": {"id": "t"}, "claimed_outcome": "fixed",
+            "mutations": [{"id": "m1", "kind": "code_change", "target": "a", "at": "2020-01-01T00:00:00Z"}]}"#,
+    );
+    let gate = || {
+        let (code, out, err) = run(evident(tmp.path())
+            .arg("gate")
+            .arg(&contract)
+            .arg(&claim)
+            .args(["--json", "--no-record", "--key"])
+            .arg(&key));
+        assert!(code == 0 || code == 3, "{err}");
+        serde_json::from_str::<Value>(&out).unwrap()
+    };
+    let verify = |doc: &Value| {
+        let file = write(tmp.path(), "edited.json", &doc.to_string());
+        let now = doc["verdict"]["decided_at"].as_str().unwrap().to_string();
+        let (code, out, err) = run(evident(tmp.path())
+            .args(["verify", "--no-record", "--json", "--now", &now, "--trust"])
+            .arg(&pubkey)
+            .arg("--policy")
+            .arg(&contract)
+            .arg(&file));
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+        (code, v["verdict"]["state"].as_str().unwrap().to_string())
+    };
+    let failing = gate();
+    assert_eq!(failing["verdict"]["state"], "unverified");
+    assert_eq!(verify(&failing), (3, "unverified".into()), "untouched");
+
+    let mut dropped = failing.clone();
+    dropped.as_object_mut().unwrap().remove("required_checks");
+    assert_eq!(verify(&dropped).1, "unverified", "required_checks deleted");
+
+    let mut only_passing = dropped.clone();
+    only_passing["evidence"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| e["check_id"] != "integration");
+    assert_eq!(
+        verify(&only_passing).1,
+        "unverified",
+        "failing items dropped too"
+    );
+
+    // A second run in which the integration tests pass: honest, verified...
+    std::fs::write(root.join("flag"), "test result: ok. 2 passed; 0 failed\n").unwrap();
+    let passing = gate();
+    assert_eq!(passing["verdict"]["state"], "verified");
+    assert_eq!(verify(&passing), (0, "verified".into()), "honest twin");
+    // ... but its items cannot be spliced into the first run's document.
+    let mut patchwork = failing.clone();
+    let good: Vec<Value> = passing["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["check_id"] == "integration")
+        .cloned()
+        .collect();
+    let items = patchwork["evidence"].as_array_mut().unwrap();
+    items.retain(|e| e["check_id"] != "integration");
+    items.extend(good);
+    assert_eq!(verify(&patchwork).1, "unverified", "two runs mixed");
+
+    // The claim's words are bound too.
+    let mut reworded = passing.clone();
+    reworded["claimed_outcome"] = Value::String("Migrated all 40,000 accounts".into());
+    assert_eq!(
+        verify(&reworded).1,
+        "unverified",
+        "claimed_outcome rewritten"
+    );
+}
+
+/// `log` and `show` print the agent's task id escaped: a carriage return and escape
+/// codes cannot redraw a refuted record's line as verified (found by the red team).
+#[test]
+fn log_and_show_escape_the_agents_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claim = write(
+        tmp.path(),
+        "claim.json",
+        r#"{"spec_version": "0.1", "task": {"id": "t\r\u001b[2K#1 verified"}, "mutations": []}"#,
+    );
+    let (code, _, err) = run(evident(tmp.path()).arg("verify").arg(&claim));
+    assert_eq!(code, 3, "{err}");
+    for args in [&["log"][..], &["show", "1"][..]] {
+        let (code, out, err) = run(evident(tmp.path()).args(args));
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            !out.contains('\r') && !out.contains('\u{1b}'),
+            "{args:?}: {out:?}"
+        );
+        assert!(out.contains("\\u{d}"), "{out}");
+    }
 }

@@ -127,6 +127,21 @@ pub struct Evidence {
     /// contract's commands (which run the agent's code).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wave: Option<Wave>,
+    /// evident extension: the gate run this item belongs to, with the checks that run
+    /// required — under the item's signature, so a document's `required_checks` cannot
+    /// be edited or dropped, and items of two runs cannot be mixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<GateRun>,
+}
+
+/// One gate run, as each of its signed items records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateRun {
+    /// Unique per run.
+    pub id: String,
+    /// The checks the run required, each with its waves.
+    pub required_checks: Vec<RequiredCheck>,
 }
 
 /// When a gate observation was made relative to the contract's commands. A readback
@@ -296,8 +311,10 @@ impl Claim {
 }
 
 impl Claim {
-    /// `sha256:<hex>` of the claim's task id and mutations (id, kind, target, time as
-    /// written): what a signed evidence item is bound to.
+    /// `sha256:<hex>` of what the claim says: the task (id, description, requested_by),
+    /// the claimed outcome and the mutations (id, kind, target, time as written). A
+    /// signed evidence item is bound to it, so neither the observation nor the words it
+    /// was collected for can be swapped afterwards.
     pub fn binding(&self) -> String {
         use sha2::Digest;
         let mutations: Vec<Value> = self
@@ -305,7 +322,15 @@ impl Claim {
             .iter()
             .map(|m| serde_json::json!([m.id, m.kind, m.target, m.at.as_str()]))
             .collect();
-        let text = serde_json::json!([self.task.id, mutations]).to_string();
+        let t = &self.task;
+        let text = serde_json::json!([
+            t.id,
+            t.description,
+            t.requested_by,
+            self.claimed_outcome,
+            mutations
+        ])
+        .to_string();
         format!(
             "sha256:{}",
             hex::encode(sha2::Sha256::digest(text.as_bytes()))

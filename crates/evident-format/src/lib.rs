@@ -14,7 +14,7 @@ pub mod json;
 pub mod timestamp;
 
 pub use claim::{
-    CheckType, Claim, ClaimDocument, Evidence, MaxAge, Mutation, OnUnverified, Policy,
+    CheckType, Claim, ClaimDocument, Evidence, GateRun, MaxAge, Mutation, OnUnverified, Policy,
     RequiredCheck, Task, Verifier, VerifierKind, Wave,
 };
 pub use json::{Pos, Spans};

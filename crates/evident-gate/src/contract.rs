@@ -138,18 +138,54 @@ pub struct Selector<'a> {
 }
 
 impl Selector<'_> {
-    /// Whether `m` is selected.
+    /// Whether `m` is selected. A mutation whose target cannot be read one way only
+    /// ([`canonical_target`] refuses it) is selected by no check, whatever its kind:
+    /// it stays uncovered, so the claim cannot be verified.
     pub fn matches(&self, m: &Mutation) -> bool {
         let c = self.covers;
+        let target = match m.target.as_deref() {
+            None => None,
+            Some(t) => match canonical_target(t) {
+                Some(t) => Some(t),
+                None => return false,
+            },
+        };
         c.id.as_ref().is_none_or(|id| id == &m.id)
             && c.kind.as_ref().is_none_or(|k| k == &m.kind)
             && c.target.as_ref().is_none_or(|t| {
-                m.target.as_deref().is_some_and(|mt| match &self.glob {
-                    None => t == mt,
+                target.as_deref().is_some_and(|mt| match &self.glob {
+                    None => canonical_target(t).is_some_and(|t| t == mt),
                     Some(g) => g.as_ref().is_some_and(|g| g.is_match(mt)),
                 })
             })
     }
+}
+
+/// A mutation target in the one form checks match against: `./` segments, repeated
+/// and trailing `/` removed (`./migrations//002.sql/` is `migrations/002.sql`).
+/// `None` — matched by nothing — for a target that could name several things: a `..`
+/// segment, control characters, or text not in Unicode NFC (`é` written as `e` and a
+/// combining accent would otherwise dodge a check written with `é`).
+pub fn canonical_target(t: &str) -> Option<std::borrow::Cow<'_, str>> {
+    if t.chars().any(char::is_control) || !unicode_normalization::is_nfc(t) {
+        return None;
+    }
+    let needs_work = t.starts_with("./")
+        || t.contains("//")
+        || t.contains("/./")
+        || t.ends_with("/.")
+        || (t.ends_with('/') && t.len() > 1);
+    let plain = !needs_work;
+    let segments = t.split('/');
+    if t.split('/').any(|s| s == "..") {
+        return None;
+    }
+    if plain {
+        return Some(std::borrow::Cow::Borrowed(t));
+    }
+    let lead = if t.starts_with('/') { "/" } else { "" };
+    let kept: Vec<&str> = segments.filter(|s| !s.is_empty() && *s != ".").collect();
+    Some(std::borrow::Cow::Owned(format!("{lead}{}", kept.join("/"))))
 }
 
 /// A contract as read, with the positions of its parts (JSON only) for messages.

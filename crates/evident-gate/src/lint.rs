@@ -186,6 +186,21 @@ pub fn lint(doc: &ContractDocument) -> Vec<Lint> {
                 "write one check per record with an exact covers.target",
             );
         }
+        if c.check_type == CheckType::StateReadback
+            && c.covers.target.is_none()
+            && c.covers.id.is_none()
+            && !matches!(c.source, Source::SignedBy(_))
+        {
+            push(
+                at("covers"),
+                format!(
+                    "covers selects every {} mutation by kind alone, but the source reads one fixed record ({}): a claimed write to any other record of that kind would be covered by this one readback",
+                    c.covers.kind.as_deref().unwrap_or("-"),
+                    c.source.target()
+                ),
+                "add covers.target naming the record this check reads (accounts/4471)",
+            );
+        }
         if c.check_type == CheckType::EndpointHealth
             && expected.len() == 1
             && expected.contains_key("status")

@@ -187,6 +187,20 @@ pub async fn run(
 ) -> Outcome {
     let mut warnings = claim.warnings.clone();
     let plan = plan(contract, &claim.claim, settings.only.as_deref());
+    for (i, m) in claim.claim.mutations.iter().enumerate() {
+        if let Some(t) = &m.target
+            && crate::contract::canonical_target(t).is_none()
+        {
+            warnings.push(evident_format::Warning {
+                path: format!("mutations[{i}].target"),
+                pos: claim.spans.nearest(&format!("mutations[{i}].target")),
+                message: format!(
+                    "mutation {:?} has a target that can be read more than one way (a `..` segment, a control character, or text not in Unicode NFC): no check selects it, so it stays uncovered",
+                    m.id
+                ),
+            });
+        }
+    }
     let partial = settings.only.is_some();
     if let Some(only) = &settings.only {
         warnings.push(evident_format::Warning {
@@ -206,6 +220,12 @@ pub async fn run(
         })
         .collect();
     let binding = claim.claim.binding();
+    // Every item of this run names it, with what it required, under its signature.
+    let run = evident_format::GateRun {
+        id: run_id(&binding),
+        required_checks: required.clone(),
+    };
+    let run_json = serde_json::to_value(&run).unwrap_or(Value::Null);
 
     // Each wave after the one before: readbacks, endpoints and delegated checks; then
     // the commands (the agent's code); then the readbacks and endpoints again, so the
@@ -235,7 +255,12 @@ pub async fn run(
     } else {
         None
     };
+    evident_probes::reaper::adopt_orphans();
     for w in [Wave::Before, Wave::Command, Wave::After] {
+        if w == Wave::After {
+            // Nothing the commands started may touch the state the after-wave reads.
+            evident_probes::reaper::kill_escaped();
+        }
         let idx = wave_of(w);
         let sources: Vec<(String, Source)> = idx
             .iter()
@@ -251,6 +276,7 @@ pub async fn run(
         }
     }
 
+    evident_probes::reaper::kill_escaped();
     // Each probe scrubs the secrets it used; this scrubs every observation with the
     // secrets of every check, so one check cannot show another's secret.
     let mut scrub = evident_probes::Scrubber::default();
@@ -276,7 +302,7 @@ pub async fn run(
         let mut at = Timestamp::from_instant(obs.completed_at);
         let mut extra = Map::new();
         let (observed, error) = if let Source::SignedBy(signer) = &check.source {
-            match delegated_item(&claim, signer, &binding, head.as_ref(), authenticate) {
+            match delegated_item(&claim, check, signer, &binding, head.as_ref(), authenticate) {
                 Ok((index, item)) => {
                     at = item.at.clone();
                     extra.insert(
@@ -312,6 +338,7 @@ pub async fn run(
             "check_id": check.id,
             "bound_to": binding,
             "wave": wave.as_str(),
+            "run": run_json,
         });
         if let Some(err) = &error {
             item["observation_error"] = Value::String(err.clone());
@@ -338,6 +365,7 @@ pub async fn run(
             bound_to: Some(binding.clone()),
             check_id: Some(check.id.clone()),
             wave: Some(wave),
+            run: Some(run.clone()),
         });
         push_evidence(&mut document, item);
         runs.push(CheckRun {
@@ -427,6 +455,18 @@ pub async fn run(
     }
 }
 
+/// A run id: unique per run (time, process, a counter), tied to the claim.
+fn run_id(binding: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+    let tail = binding
+        .get(binding.len().saturating_sub(12)..)
+        .unwrap_or_default();
+    format!("{now:x}-{:x}-{n:x}-{tail}", std::process::id())
+}
+
 /// The source a check's probe observes, with what its expectation asks about adopted.
 fn probe_source(check: &Check) -> Source {
     let mut source = check.source.clone();
@@ -441,6 +481,7 @@ fn probe_source(check: &Check) -> Source {
 /// none qualifies, otherwise (an observation error: unverified, never verified).
 fn delegated_item<'a>(
     claim: &'a ClaimDocument,
+    check: &Check,
     signer: &str,
     binding: &str,
     head: Option<&(Observation, Duration)>,
@@ -475,6 +516,12 @@ fn delegated_item<'a>(
         if e.verifier.id != signer || e.verifier.kind != VerifierKind::Independent {
             continue;
         }
+        // The signer's item for this check: its id and type, not any item it signed.
+        if e.check_id.as_deref() != Some(check.id.as_str())
+            || e.check_type != check.check_type.as_str()
+        {
+            continue;
+        }
         by_signer += 1;
         let item = raw.and_then(|a| a.get(i));
         let signed = item.is_some_and(authenticate);
@@ -489,7 +536,9 @@ fn delegated_item<'a>(
     }
     best.ok_or_else(|| {
         format!(
-            "delegated to {signer:?}: no evidence item in the claim is signed by it, bound to this claim (bound_to) and to commit {commit} ({by_signer} item(s) name the signer)"
+            "delegated to {signer:?}: no evidence item in the claim is signed by it for check {:?} ({}), bound to this claim (bound_to) and to commit {commit} ({by_signer} such item(s) name the signer)",
+            check.id,
+            check.check_type.as_str()
         )
     })
 }

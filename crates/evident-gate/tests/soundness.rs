@@ -474,6 +474,39 @@ source = { command = { argv = ["sh", "-c", "printf '{\"flags\": {\"enabled\": tr
     );
 }
 
+/// A test starts a daemon in a session of its own (`setsid`, escaping the process
+/// group kill) that rewrites the state after the gate's last readback. Found by the
+/// red team: the gate said verified and the row was left wrong. Nothing a command
+/// starts may outlive the commands' wave.
+#[tokio::test]
+async fn a_daemon_started_by_a_test_does_not_outlive_the_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("state"), "good").unwrap();
+    let contract = r#"
+[policy]
+[[check]]
+id = "state"
+check_type = "state_readback"
+covers = { target = "state" }
+source = { file = { path = "state", text = true } }
+expected = { text = "good" }
+[[check]]
+id = "unit"
+check_type = "test_run"
+covers = { target = "state" }
+source = { command = { argv = ["sh", "-c", "setsid sh -c 'sleep 1.5; echo bad > state' > /dev/null 2>&1 < /dev/null & sleep 0.3; echo 'test result: ok. 1 passed; 0 failed'"], runner = "cargo", inherit_env = ["PATH"] } }
+"#;
+    let c = claim(&[("m1", "state_write", "state")], json!([]));
+    let o = gate(contract, &c, dir.path()).await;
+    assert_state(&o, State::Verified);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("state")).unwrap(),
+        "good",
+        "the daemon outlived the gate and rewrote the state"
+    );
+}
+
 /// Honest twin: the command reads but does not write.
 #[tokio::test]
 async fn a_test_command_that_leaves_the_row_alone_verifies() {
@@ -571,7 +604,7 @@ expected = { exit_code = 0, failed = 0 }
             "expected": {"exit_code": 0}, "observed_value": {"exit_code": 0, "failed": failed},
             "at": Timestamp::now().as_str(), "covers": ["m1"],
             "verifier": {"id": "ci/github-actions", "kind": "independent"},
-            "bound_to": bound, "commit": commit,
+            "bound_to": bound, "commit": commit, "check_id": "ci",
         })
     };
     let with = |e: Value| {
@@ -606,6 +639,117 @@ expected = { exit_code = 0, failed = 0 }
     std::fs::write(dir.path().join("app.py"), "print(2)\n").unwrap();
     let o = gate_with(contract, &with(item(&head, &binding, 0)), dir.path(), true).await;
     assert_state(&o, State::Unverified);
+}
+
+/// A signer's item for another check (a lint run it signed) does not stand in for the
+/// delegated check (found by the red team: any item of the signer was taken).
+#[tokio::test]
+async fn a_delegated_check_takes_only_the_signers_item_for_that_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(dir.path().join("a"), "1").unwrap();
+    git(&["add", "."]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "x",
+    ]);
+    let head = git(&["rev-parse", "HEAD"]);
+    let contract = r#"
+[policy]
+[[trust]]
+id = "ci"
+public_key = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+[[check]]
+id = "unit-tests"
+check_type = "test_run"
+covers = { kind = "code_change" }
+source = { signed_by = "ci" }
+expected = { exit_code = 0, failed = 0 }
+"#;
+    let base = claim(&[("m1", "code_change", "a")], json!([]));
+    let binding = Claim::parse(&serde_json::to_vec(&base).unwrap(), "c.json")
+        .unwrap()
+        .claim
+        .binding();
+    let item = |check: &str| {
+        json!({
+            "check_type": "test_run", "target": "ci",
+            "expected": {"exit_code": 0}, "observed_value": {"exit_code": 0, "failed": 0},
+            "at": Timestamp::now().as_str(), "covers": ["m1"],
+            "verifier": {"id": "ci", "kind": "independent"},
+            "bound_to": binding, "commit": head, "check_id": check,
+        })
+    };
+    let mut c = base.clone();
+    c["evidence"] = json!([item("lint")]);
+    let o = gate_with(contract, &c, dir.path(), true).await;
+    assert_state(&o, State::Unverified);
+    c["evidence"] = json!([item("unit-tests")]);
+    let o = gate_with(contract, &c, dir.path(), true).await;
+    assert_state(&o, State::Verified);
+}
+
+/// A target written another way (`./x`, `x//y`, `x/`) is the same target; one that
+/// can be read several ways (`..`, not NFC) is selected by no check, even by kind, so a
+/// `when_covered` check cannot be dodged by spelling (found by the red team).
+#[tokio::test]
+async fn a_target_spelt_another_way_cannot_dodge_a_conditional_check() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("applied"), "no").unwrap();
+    let contract = r#"
+[policy]
+[[check]]
+id = "migration-applied"
+check_type = "state_readback"
+covers = { target = "migrations/002.sql" }
+applies = "when_covered"
+source = { file = { path = "applied", text = true } }
+expected = { text = "yes" }
+[[check]]
+id = "any-code"
+check_type = "test_run"
+covers = { kind = "code_change" }
+source = { command = { argv = ["sh", "-c", "echo 'test result: ok. 1 passed; 0 failed'"], runner = "cargo", inherit_env = ["PATH"] } }
+"#;
+    for spelling in [
+        "./migrations/002.sql",
+        "migrations//002.sql",
+        "migrations/002.sql/",
+    ] {
+        let c = claim(&[("m1", "code_change", spelling)], json!([]));
+        let o = gate(contract, &c, dir.path()).await;
+        assert_state(&o, State::Refuted);
+    }
+    for spelling in [
+        "migrations/../migrations/002.sql",
+        "migrations/002.sql\u{7}",
+        "migrations/cafe\u{301}.sql",
+    ] {
+        let c = claim(&[("m1", "code_change", spelling)], json!([]));
+        let o = gate(contract, &c, dir.path()).await;
+        assert_state(&o, State::Unverified);
+        assert_eq!(o.verdict.unmet, vec!["mutation:m1"], "{spelling}");
+        assert!(!o.warnings.is_empty());
+    }
+    // Honest twin: the migration was applied.
+    std::fs::write(dir.path().join("applied"), "yes").unwrap();
+    let c = claim(&[("m1", "code_change", "migrations/002.sql")], json!([]));
+    assert_state(&gate(contract, &c, dir.path()).await, State::Verified);
 }
 
 // ------------------------------------------------ --only

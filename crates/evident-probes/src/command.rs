@@ -142,11 +142,18 @@ pub async fn run(l: Launch<'_>) -> Result<Finished, ProbeError> {
             .and_then(|id| i32::try_from(id).ok())
             .and_then(rustix::process::Pid::from_raw),
     );
+    let pid = child.id().and_then(|id| i32::try_from(id).ok());
+    if let Some(p) = pid {
+        crate::reaper::started(p);
+    }
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let (status, out, err) = tokio::join!(
         async {
             let s = child.wait().await;
+            if let Some(p) = pid {
+                crate::reaper::ended(p);
+            }
             // Whatever the command started and left running (a server, a sleeping
             // grandchild holding the pipe) goes with it.
             guard.kill();

@@ -21,6 +21,7 @@ mod http;
 mod kv;
 mod paths;
 mod protect;
+pub mod reaper;
 mod secret;
 mod spec;
 mod sql;

@@ -75,6 +75,9 @@ pub fn is_credential_param(name: &str) -> bool {
         || ["token", "key"].iter().any(|w| n.ends_with(w))
 }
 
+/// The shortest secret whose encodings (hex, base64) are scrubbed too.
+pub const MIN_ENCODED_LEN: usize = 8;
+
 /// The secrets one observation has touched; replaces each with `***`.
 #[derive(Debug, Default, Clone)]
 pub struct Scrubber {
@@ -87,7 +90,35 @@ impl Scrubber {
     /// program may print the password alone, or the URL re-encoded).
     pub fn add(&mut self, secret: &str) {
         self.add_min(secret, MIN_SCRUB_LEN);
+        self.add_encodings(secret);
         self.add_parts(secret);
+    }
+
+    /// The secret as the agent's code might print it to slip past an exact match: hex
+    /// (either case) and base64 (standard and URL-safe, at each of the three byte
+    /// alignments it can have inside a longer encoded text, keeping only the groups the
+    /// secret alone decides). Only for secrets of at least [`MIN_ENCODED_LEN`] bytes,
+    /// so an encoding never matches ordinary text by chance.
+    fn add_encodings(&mut self, secret: &str) {
+        use base64::Engine as _;
+        let bytes = secret.as_bytes();
+        if bytes.len() < MIN_ENCODED_LEN {
+            return;
+        }
+        self.add_min(&hex::encode(bytes), MIN_ENCODED_LEN);
+        self.add_min(&hex::encode_upper(bytes), MIN_ENCODED_LEN);
+        for engine in [
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
+            for skip in 0..3 {
+                let rest = &bytes[skip..];
+                let whole = rest.len() / 3 * 3;
+                if whole >= 6 {
+                    self.add_min(&engine.encode(&rest[..whole]), MIN_ENCODED_LEN);
+                }
+            }
+        }
     }
 
     /// Register a URL read from the environment: the whole URL, its password raw and
@@ -430,5 +461,32 @@ mod tests {
         assert_eq!(percent_decode("a%4").unwrap(), "a%4");
         assert_eq!(percent_decode("%41%").unwrap(), "A%");
         assert!(percent_decode("%zz").is_err());
+    }
+}
+
+#[cfg(test)]
+mod encoded {
+    use super::*;
+    use base64::Engine as _;
+
+    /// The agent's test printed the token base64- or hex-encoded to slip past the
+    /// exact match (found by the red team, reading the gate's environment).
+    #[test]
+    fn encoded_secrets_are_scrubbed() {
+        let token = "tok-6e1f0a9c-encoded";
+        let mut s = Scrubber::default();
+        s.add(token);
+        for text in [
+            base64::engine::general_purpose::STANDARD.encode(token),
+            base64::engine::general_purpose::STANDARD.encode(format!("API_TOKEN={token}\n")),
+            base64::engine::general_purpose::URL_SAFE.encode(format!("x{token}")),
+            hex::encode(token),
+            hex::encode_upper(format!("ab{token}")),
+        ] {
+            let out = s.scrub(&text);
+            assert!(out.contains("***"), "{text} -> {out}");
+        }
+        // Ordinary text is left alone.
+        assert_eq!(s.scrub("hello world"), "hello world");
     }
 }

@@ -182,13 +182,39 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
         .rev()
         .map(|m| (m.id.as_str(), m))
         .collect();
-    let required: Option<Vec<&str>> = claim
-        .required_checks
-        .as_ref()
-        .map(|r| r.iter().map(|c| c.id.as_str()).collect());
-    let mut checks: HashMap<&str, CheckTally> = claim
-        .required_checks
+    let is_authenticated = |i: usize| {
+        options
+            .authenticated
+            .as_ref()
+            .is_none_or(|a| a.get(i).copied().unwrap_or(false))
+    };
+    // The checks required: those the gate's own signed items say their run required
+    // (the document's `required_checks` is only a copy, which the holder could edit),
+    // else the document's. Items of two runs cannot be mixed.
+    let mut runs: Vec<&evident_format::GateRun> = Vec::new();
+    for (i, e) in claim.evidence.iter().enumerate() {
+        if let Some(r) = &e.run
+            && e.verifier.kind == VerifierKind::Independent
+            && is_authenticated(i)
+            && !runs
+                .iter()
+                .any(|x| x.id == r.id && x.required_checks == r.required_checks)
+        {
+            runs.push(r);
+        }
+    }
+    let mixed_runs = runs.len() > 1;
+    let run = runs.first().copied().filter(|_| !mixed_runs);
+    let required_list: Option<&[evident_format::RequiredCheck]> = match run {
+        Some(r) => Some(&r.required_checks),
+        None if mixed_runs => Some(&[]),
+        None => claim.required_checks.as_deref(),
+    };
+    let required: Option<Vec<&str>> =
+        required_list.map(|r| r.iter().map(|c| c.id.as_str()).collect());
+    let mut checks: HashMap<&str, CheckTally> = required_list
         .iter()
+        .copied()
         .flatten()
         .map(|c| {
             let tally = CheckTally {
@@ -204,15 +230,14 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
     let mut self_contradiction: Option<(usize, String)> = None;
 
     for (i, e) in claim.evidence.iter().enumerate() {
-        let authenticated = options
-            .authenticated
-            .as_ref()
-            .is_none_or(|a| a.get(i).copied().unwrap_or(false));
-        // The check this item is an observation of, when the document names checks.
+        let authenticated = is_authenticated(i);
+        // The check this item is an observation of, when the document names checks:
+        // authenticated, independent, and of the run that decides (when there is one).
         let check = e
             .check_id
             .as_deref()
             .filter(|_| authenticated && e.verifier.kind == VerifierKind::Independent)
+            .filter(|_| run.is_none_or(|r| e.run.as_ref().is_some_and(|x| x.id == r.id)))
             .and_then(|id| checks.get_key_value(id).map(|(k, _)| *k));
         let (code, detail) = if required.is_some() && check.is_none() {
             match judge(&by_id, e, decided_at, max_age_ns, authenticated, false) {
@@ -329,6 +354,9 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
         {
             unmet.push(name);
         }
+    }
+    if mixed_runs {
+        unmet.push("gate_run".to_string());
     }
     if claim.mutations.is_empty() {
         unmet.push("mutations".to_string());
@@ -503,6 +531,9 @@ fn first_cause(
             ),
             _ => format!("check {id:?} of the contract was not observed (no evidence of it)"),
         };
+    }
+    if first == "gate_run" {
+        return "the document mixes signed observations of several gate runs; a decision rests on one run's observations (re-run the gate)".into();
     }
     if first == "mutations" {
         return "the claim lists no mutations, so nothing ties it to a change in the world".into();

@@ -71,6 +71,7 @@ fn evidence(n_mut: usize) -> impl Strategy<Value = Evidence> {
                 bound_to: None,
                 check_id: None,
                 wave: None,
+                run: None,
             }
         })
 }
@@ -246,6 +247,7 @@ fn a_large_claim_is_decided_quickly() {
             bound_to: None,
             check_id: None,
             wave: None,
+            run: None,
         })
         .collect();
     let claim = Claim {

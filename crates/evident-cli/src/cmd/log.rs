@@ -77,10 +77,11 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
             "#{:<6} {}  {:<7} {:<10} {}  {}",
             r.id,
             r.time,
-            r.kind,
-            r.state,
+            evident_pipeline::render::shown(&r.kind),
+            evident_pipeline::render::shown(&r.state),
             r.hash.get(..12).unwrap_or(&r.hash),
-            r.task_id.as_deref().unwrap_or("-")
+            // The task id is the agent's text: escaped, so it cannot redraw the line.
+            evident_pipeline::render::shown(r.task_id.as_deref().unwrap_or("-"))
         );
     }
     Ok(exit::OK)

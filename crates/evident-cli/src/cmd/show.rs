@@ -25,9 +25,10 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     }
     println!("record     #{}", r.id);
     println!("time       {}", r.time);
-    println!("kind       {}", r.kind);
-    println!("task       {}", r.task_id.as_deref().unwrap_or("-"));
-    println!("state      {}", r.state);
+    let shown = evident_pipeline::render::shown;
+    println!("kind       {}", shown(&r.kind));
+    println!("task       {}", shown(r.task_id.as_deref().unwrap_or("-")));
+    println!("state      {}", shown(&r.state));
     println!("claim      {}", r.claim_digest);
     println!("contract   {}", r.contract_digest.as_deref().unwrap_or("-"));
     println!("prev_hash  {}", r.prev_hash);

@@ -1,0 +1,115 @@
+//! Nothing a command starts outlives it, not even a process that left the command's
+//! process group with `setsid`: the gate becomes the *subreaper* of its descendants
+//! (an orphan is re-parented to it instead of to init), and after the commands it
+//! kills every such adopted orphan. Otherwise the agent's test could start a daemon
+//! that rewrites the state after the gate's last readback (found by the red team).
+//!
+//! Linux only (`PR_SET_CHILD_SUBREAPER`); elsewhere both calls do nothing.
+
+use rustix::process::{Pid, Signal, WaitOptions};
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+/// The commands this process runs right now (each leads its own process group).
+static COMMANDS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
+/// Notes a command the probe started, so [`kill_escaped`] leaves it alone.
+pub(crate) fn started(pid: i32) {
+    if let Ok(mut c) = COMMANDS.lock() {
+        c.get_or_insert_with(HashSet::new).insert(pid);
+    }
+}
+
+/// Notes that a command ended.
+pub(crate) fn ended(pid: i32) {
+    if let Ok(mut c) = COMMANDS.lock()
+        && let Some(set) = c.as_mut()
+    {
+        set.remove(&pid);
+    }
+}
+
+fn is_command(pid: i32) -> bool {
+    COMMANDS
+        .lock()
+        .map(|c| c.as_ref().is_some_and(|s| s.contains(&pid)))
+        .unwrap_or(false)
+}
+
+/// Makes this process the subreaper of everything it starts. Idempotent.
+pub fn adopt_orphans() {
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+}
+
+/// Kills (and reaps) every adopted orphan: a child of this process in another session
+/// (it called `setsid`), or leading a process group that is not a command the probe
+/// runs (it called `setpgid`). A leftover that stayed in its command's group was killed
+/// with that group. Other children of this process (its own short-lived helpers, which
+/// share its session and group) are left alone; so a descendant that moved itself into
+/// the gate's own process group is not caught — run the gate in a PID namespace or a
+/// cgroup of its own to close that.
+/// Repeats until none is left (a killed orphan's own children are adopted in turn),
+/// for at most about a second. Returns how many were killed.
+pub fn kill_escaped() -> usize {
+    let me = rustix::process::getpid();
+    let my_session = rustix::process::getsid(None).ok();
+    let mut killed = 0;
+    for _ in 0..100 {
+        let mut found = false;
+        for p in children(me) {
+            if p.state == 'Z' {
+                let _ = rustix::process::waitpid(Some(p.pid), WaitOptions::NOHANG);
+                continue;
+            }
+            let raw = p.pid.as_raw_nonzero().get();
+            let leader = p.pgrp == raw;
+            let same_session = my_session.is_some_and(|s| s.as_raw_nonzero().get() == p.session);
+            if !same_session || (leader && !is_command(raw)) {
+                found = true;
+                if rustix::process::kill_process(p.pid, Signal::KILL).is_ok() {
+                    killed += 1;
+                }
+                let _ = rustix::process::waitpid(Some(p.pid), WaitOptions::NOHANG);
+            }
+        }
+        if !found {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    killed
+}
+
+struct Proc {
+    pid: Pid,
+    state: char,
+    pgrp: i32,
+    session: i32,
+}
+
+/// The children of `parent`, read from `/proc/<pid>/stat`.
+fn children(parent: Pid) -> Vec<Proc> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parent = parent.as_raw_nonzero().get();
+    dir.filter_map(|e| {
+        let name = e.ok()?.file_name();
+        let pid: i32 = name.to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // pid (comm) state ppid pgrp session …; comm may hold spaces and parentheses.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let mut f = rest.split(' ');
+        let state = f.next()?.chars().next()?;
+        let ppid: i32 = f.next()?.parse().ok()?;
+        let pgrp: i32 = f.next()?.parse().ok()?;
+        let session: i32 = f.next()?.parse().ok()?;
+        (ppid == parent).then_some(Proc {
+            pid: Pid::from_raw(pid)?,
+            state,
+            pgrp,
+            session,
+        })
+    })
+    .collect()
+}
