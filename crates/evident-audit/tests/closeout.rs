@@ -59,6 +59,10 @@ fn codes_of(c: &Value) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn the_peer_inputs_pass_with_every_negative_case_rejected() {
     if pytest_missing() {
         return;
@@ -190,6 +194,10 @@ fn the_peer_inputs_pass_with_every_negative_case_rejected() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn each_negative_case_as_its_own_claims_file_is_rejected_with_its_code() {
     if pytest_missing() {
         return;
@@ -254,6 +262,10 @@ fn each_negative_case_as_its_own_claims_file_is_rejected_with_its_code() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn a_missing_repo_blocks_with_its_code_and_still_writes_records() {
     if pytest_missing() {
         return;
@@ -287,6 +299,10 @@ fn a_missing_repo_blocks_with_its_code_and_still_writes_records() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn ran_and_passed_are_separate_facts_for_pytest() {
     if pytest_missing() {
         return;
@@ -338,6 +354,10 @@ fn ran_and_passed_are_separate_facts_for_pytest() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn cargo_spans_pass_fail_and_do_not_run() {
     if pytest_missing() {
         return;
@@ -391,6 +411,10 @@ fn cargo_spans_pass_fail_and_do_not_run() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn self_test_fails_when_a_rejection_cannot_be_shown() {
     if pytest_missing() {
         return;
@@ -513,6 +537,10 @@ fn live_mode_checks_ancestry_and_never_writes() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn the_emitted_claim_is_seed_000_shaped() {
     if pytest_missing() {
         return;
@@ -576,6 +604,10 @@ fn the_emitted_claim_is_seed_000_shaped() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn bad_inputs_are_errors_naming_file_and_path() {
     if pytest_missing() {
         return;
@@ -614,6 +646,10 @@ fn bad_inputs_are_errors_naming_file_and_path() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn runners_that_cannot_observe_block_and_never_pass() {
     if pytest_missing() {
         return;
@@ -678,6 +714,10 @@ fn runners_that_cannot_observe_block_and_never_pass() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn self_test_fails_when_a_mutated_claim_is_not_rejected() {
     if pytest_missing() {
         return;

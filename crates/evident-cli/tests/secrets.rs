@@ -256,7 +256,10 @@ fn dsn_credentials_never_show_whatever_their_length() {
 /// The same against a real PostgreSQL: the check connects (so the driver handled the
 /// DSN) and the credentials of every form are still nowhere.
 #[test]
-#[ignore = "needs PostgreSQL: run with --include-ignored and EVIDENT_TEST_POSTGRES_URL"]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs PostgreSQL: .ci/run sets it up and runs this (see README, Development)"
+)]
 fn dsn_credentials_never_show_with_a_real_postgres() {
     let Ok(base) = std::env::var("EVIDENT_TEST_POSTGRES_URL") else {
         panic!("EVIDENT_TEST_POSTGRES_URL is not set");

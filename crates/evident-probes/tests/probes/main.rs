@@ -71,14 +71,19 @@ pub fn err(o: Observation) -> ProbeError {
 }
 
 /// `Some(url)` or print why the test is skipped.
+/// A service's address. Tests that need one are `#[ignore]`d unless built with
+/// `--cfg evident_services` (as `.ci/run` does), so an unset variable here is a
+/// failure, never a silent pass.
 pub fn service(var: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => Some(v),
-        _ => {
-            eprintln!("SKIP: {var} is not set; this test needs that service");
-            None
-        }
+        _ => panic!("{var} is not set: this test needs that service (.ci/run sets it)"),
     }
+}
+
+/// A service's address if one is set (for a test that only adds a case with it).
+pub fn service_if_set(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.is_empty())
 }
 
 /// A name no parallel test run shares.
