@@ -26,6 +26,9 @@ struct Cli {
 enum Command {
     Verify(cmd::verify::Args),
     Gate(cmd::gate::Args),
+    Hook(cmd::hook::Args),
+    Claim(cmd::claim::Args),
+    Init(cmd::init::Args),
     /// Check an owner's contract for mistakes.
     #[command(subcommand)]
     Contract(cmd::contract::Command),
@@ -68,6 +71,9 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Verify(a) => cmd::verify::run(a),
         Command::Gate(a) => cmd::gate::run(a),
+        Command::Hook(a) => cmd::hook::run(a),
+        Command::Claim(a) => cmd::claim::run(a),
+        Command::Init(a) => cmd::init::run(a),
         Command::Contract(c) => cmd::contract::run(c),
         Command::Schema(a) => cmd::schema::run(a),
         Command::Eval(a) => cmd::eval::run(a),

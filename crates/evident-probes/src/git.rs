@@ -1288,3 +1288,252 @@ user.name\nDev\0core.hooksPath\n.husky\0boolkey.x\0";
         );
     }
 }
+/// One file of a commit's tree, from verified objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeFile {
+    /// Canonical mode (`0o100644`, `0o100755`, `0o120000`, `0o160000`).
+    pub mode: u32,
+    pub oid: String,
+    /// Repository-relative, `/`-separated, raw bytes.
+    pub path: Vec<u8>,
+}
+
+/// How a path differs between a commit and the work tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Change {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// What [`Witness::changes`] saw.
+#[derive(Debug, Clone)]
+pub struct Changes {
+    /// Every path that differs between the commit and the work tree (committed since
+    /// or not, untracked included, files the work tree's `.gitignore` files ignore
+    /// excluded), sorted.
+    pub changed: Vec<(Vec<u8>, Change)>,
+    /// `sha256:` over every non-ignored path of the work tree with its mode and
+    /// content id: equal hashes mean the same tree content.
+    pub tree_hash: String,
+}
+
+/// The hardened git witness for callers outside the probes (the coding-agent hook's
+/// claim builder): the same cleared environment, overrides and refusals as the `git`
+/// source, and every object read hashed against its id.
+pub struct Witness {
+    git: Git,
+    sha256: bool,
+}
+
+impl Witness {
+    /// Open the repository containing `dir` (its config read and neutralised;
+    /// `core.worktree` refused).
+    pub async fn open(dir: &Path, path_var: Option<&str>) -> Result<Witness, ProbeError> {
+        let program = resolve_program("git", dir, path_var)?;
+        let mut git = Git {
+            program,
+            repo: dir.to_path_buf(),
+            env: env(path_var),
+            args: global_args(),
+        };
+        git.harden().await?;
+        let top = listing(&git, &["rev-parse", "--show-toplevel"], &[]).await?;
+        let top = String::from_utf8_lossy(&top)
+            .trim_end_matches(['\n', '\r'])
+            .to_string();
+        git.repo = PathBuf::from(top);
+        let sha256 = is_sha256(&git).await?;
+        Ok(Witness { git, sha256 })
+    }
+
+    /// The work tree's top directory.
+    pub fn top(&self) -> &Path {
+        &self.git.repo
+    }
+
+    /// The commit `rev` names, or `None` when it names none.
+    pub async fn resolve(&self, rev: &str) -> Result<Option<String>, ProbeError> {
+        check_rev(rev)?;
+        let spec = format!("{rev}^{{commit}}");
+        let f = self
+            .git
+            .run(
+                &["rev-parse", "--verify", "--quiet", "--end-of-options", &spec],
+                KEEP,
+            )
+            .await?;
+        match f.exit_code {
+            Some(0) => Ok(Some(
+                String::from_utf8_lossy(&f.stdout.kept).trim().to_string(),
+            )),
+            Some(1) => Ok(None),
+            _ => Err(failed("git rev-parse", &f)),
+        }
+    }
+
+    /// The merge-base of two commits, if any.
+    pub async fn merge_base(&self, a: &str, b: &str) -> Result<Option<String>, ProbeError> {
+        check_rev(a)?;
+        check_rev(b)?;
+        let f = self.git.run(&["merge-base", "--end-of-options", a, b], KEEP).await?;
+        match f.exit_code {
+            Some(0) => Ok(Some(
+                String::from_utf8_lossy(&f.stdout.kept).trim().to_string(),
+            )),
+            Some(1) => Ok(None),
+            _ => Err(failed("git merge-base", &f)),
+        }
+    }
+
+    /// The content of `path` at `commit` (`None` when absent), every object on the way
+    /// verified; larger than `max` bytes is an error.
+    pub async fn file_at(
+        &self,
+        commit: &str,
+        path: &str,
+        max: u64,
+    ) -> Result<Option<Vec<u8>>, ProbeError> {
+        let root = commit_tree(&self.git, commit, self.sha256).await?;
+        let Some(entry) = find_path(&self.git, &root, path, self.sha256).await? else {
+            return Ok(None);
+        };
+        if entry.mode == 0o40000 || entry.mode == 0o160000 {
+            return Err(git_err(format!("{path:?} at {commit} is not a file")));
+        }
+        let mut objects =
+            read_objects(&self.git, &[entry.oid.clone()], "blob", self.sha256, max).await?;
+        Ok(objects.remove(&entry.oid))
+    }
+
+    /// Every file of `commit`'s tree, from verified objects.
+    pub async fn files_at(&self, commit: &str) -> Result<Vec<TreeFile>, ProbeError> {
+        let root = commit_tree(&self.git, commit, self.sha256).await?;
+        Ok(walk_tree(&self.git, &root, self.sha256)
+            .await?
+            .into_iter()
+            .map(|t| TreeFile {
+                mode: t.mode,
+                oid: t.oid,
+                path: t.path,
+            })
+            .collect())
+    }
+
+    /// What differs between `commit` and the work tree, by content hashed here (no
+    /// index flag, stat cache or filter is trusted or run). Files absent at `commit`
+    /// are listed by git against a private index built from `commit`, minus what the
+    /// work tree's `.gitignore` files ignore (`.git/info/exclude` and
+    /// `core.excludesFile` are not read); an edited `.gitignore` is itself a change.
+    pub async fn changes(&self, commit: &str) -> Result<Changes, ProbeError> {
+        let base = self.files_at(commit).await?;
+        let tmp = tempfile::Builder::new()
+            .prefix("evident-git-")
+            .tempdir()
+            .map_err(|e| git_err(format!("cannot make a temporary index: {}", paths::io_reason(&e))))?;
+        let index = tmp.path().join("index");
+        let env = vec![(
+            "GIT_INDEX_FILE".to_string(),
+            index.to_string_lossy().into_owned(),
+        )];
+        listing(&self.git, &["read-tree", commit], &env).await?;
+        let others = listing(
+            &self.git,
+            &["ls-files", "-z", "--others", "--exclude-per-directory=.gitignore"],
+            &env,
+        )
+        .await?;
+        let others: Vec<Vec<u8>> = others
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        let top = self.git.repo.clone();
+        let sha256 = self.sha256;
+        tokio::task::spawn_blocking(move || diff_work_tree(&top, &base, &others, sha256))
+            .await
+            .map_err(|e| git_err(format!("comparing the work tree failed: {e}")))?
+    }
+}
+
+/// The current mode and content id of a work-tree path, `None` when absent (or below
+/// a symlinked directory). Directories holding a repository count as submodules.
+fn current(top: &Path, path: &[u8], sha256: bool) -> Result<Option<(u32, String)>, ProbeError> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let io = |e: std::io::Error| git_err(format!("cannot read {}: {}", show(path), paths::io_reason(&e)));
+    let mut dir = top.to_path_buf();
+    let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        dir.push(std::ffi::OsStr::from_bytes(part));
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(e)),
+        }
+    }
+    let full = top.join(std::ffi::OsStr::from_bytes(path));
+    let meta = match std::fs::symlink_metadata(&full) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(e)),
+    };
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(&full).map_err(io)?;
+        return Ok(Some((0o120000, blob_id(target.as_os_str().as_bytes(), sha256))));
+    }
+    if meta.is_dir() {
+        return Ok(Some((0o160000, String::new())));
+    }
+    let mode = if meta.permissions().mode() & 0o100 != 0 {
+        0o100755
+    } else {
+        0o100644
+    };
+    Ok(Some((mode, file_blob_id(&full, meta.len(), sha256).map_err(io)?)))
+}
+
+fn diff_work_tree(
+    top: &Path,
+    base: &[TreeFile],
+    others: &[Vec<u8>],
+    sha256: bool,
+) -> Result<Changes, ProbeError> {
+    let mut changed = Vec::new();
+    let mut present: Vec<(Vec<u8>, u32, String)> = Vec::new();
+    for f in base {
+        match current(top, &f.path, sha256)? {
+            None => changed.push((f.path.clone(), Change::Deleted)),
+            // A submodule is compared by presence only (its own commits are its own).
+            Some((0o160000, _)) if f.mode == 0o160000 => {
+                present.push((f.path.clone(), f.mode, f.oid.clone()))
+            }
+            Some((mode, oid)) => {
+                if mode != f.mode || oid != f.oid {
+                    changed.push((f.path.clone(), Change::Modified));
+                }
+                present.push((f.path.clone(), mode, oid));
+            }
+        }
+    }
+    for p in others {
+        if let Some((mode, oid)) = current(top, p, sha256)? {
+            changed.push((p.clone(), Change::Added));
+            present.push((p.clone(), mode, oid));
+        }
+    }
+    changed.sort();
+    changed.dedup();
+    present.sort();
+    let mut h = Sha256::new();
+    for (path, mode, oid) in &present {
+        h.update(path);
+        h.update([0]);
+        h.update(format!("{mode:o} {oid}\n").as_bytes());
+    }
+    Ok(Changes {
+        changed,
+        tree_hash: format!("sha256:{}", hex::encode(h.finalize())),
+    })
+}

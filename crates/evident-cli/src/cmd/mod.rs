@@ -4,9 +4,12 @@
 pub mod adapt;
 pub mod audit;
 pub mod belief;
+pub mod claim;
 pub mod contract;
 pub mod eval;
 pub mod gate;
+pub mod hook;
+pub mod init;
 pub mod key;
 pub mod ledger;
 pub mod log;

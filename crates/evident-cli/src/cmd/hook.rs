@@ -1,0 +1,81 @@
+//! `evident hook AGENT`: the coding agent's stop hook (and session-start and
+//! subagent-stop hooks). See docs/agents.md.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use evident_hooks::agent::Agent;
+
+/// Run as a coding agent's hook: read its event JSON on stdin, run the owner's contract
+/// against what changed since the session's baseline, and answer in the agent's
+/// protocol on stdout (always exit 0: agents let a stop through on any other code).
+///
+/// AGENT: claude-code, codex, cursor, gemini or copilot. The contract is `--contract`
+/// (outside the working tree) or `.evident/contract.toml` read at the baseline commit.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The agent whose protocol is spoken.
+    #[arg(value_parser = parse_agent)]
+    pub agent: Agent,
+    /// The owner's contract, outside the working tree (default: .evident/contract.toml
+    /// at the session's baseline commit).
+    #[arg(long, value_name = "PATH")]
+    pub contract: Option<PathBuf>,
+    /// Where session baselines, decisions and locks are kept (default:
+    /// $XDG_STATE_HOME/evident or ~/.local/state/evident); never inside the tree.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// The ledger (default: $EVIDENT_LEDGER, else ledger.db in the state directory).
+    #[arg(long, value_name = "PATH|URL")]
+    pub ledger: Option<String>,
+    /// Do not record decisions.
+    #[arg(long)]
+    pub no_record: bool,
+    /// Sign the gate's evidence and records with this key.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Checks run at once.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub jobs: usize,
+    /// One deadline for all checks, in seconds; keep it below the agent's hook timeout.
+    #[arg(long, default_value_t = 540.0, value_name = "SECONDS")]
+    pub timeout: f64,
+}
+
+pub fn parse_agent(s: &str) -> Result<Agent, String> {
+    Agent::parse(s).ok_or_else(|| {
+        format!("unknown agent {s:?}; expected claude-code, codex, cursor, gemini or copilot")
+    })
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let mut stdin = Vec::new();
+    let read = std::io::stdin()
+        .take(16 * 1024 * 1024 + 1)
+        .read_to_end(&mut stdin);
+    let opts = evident_hooks::Options {
+        contract: args.contract,
+        state_dir: args.state_dir,
+        ledger: args.ledger,
+        no_record: args.no_record,
+        key: args.key,
+        jobs: args.jobs,
+        deadline: Duration::try_from_secs_f64(args.timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .unwrap_or(Duration::from_secs(540)),
+    };
+    if let Err(e) = read {
+        stdin = format!("{{\"evident_error\": {:?}}}", e.to_string()).into_bytes();
+    }
+    let env = |k: &str| std::env::var(k).ok();
+    let (out, log) = evident_hooks::run(args.agent, &stdin, &opts, &env);
+    for l in log {
+        eprintln!("{}", crate::report::shown(&l));
+    }
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(out.as_bytes());
+    let _ = o.flush();
+    Ok(crate::exit::OK)
+}

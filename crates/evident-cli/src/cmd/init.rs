@@ -1,0 +1,50 @@
+//! `evident init AGENT`: set evident up as a coding agent's stop hook.
+
+use std::path::PathBuf;
+
+use evident_hooks::agent::Agent;
+
+/// Write a starter `.evident/contract.toml` detected from the repository (cargo,
+/// pytest, npm test, go test; kept if one exists) and register evident's hooks in the
+/// agent's settings file, merged with the hooks already there. Idempotent. The hook
+/// names this evident binary by absolute path; its timeout is above the gate's
+/// deadline. Commit the contract: the hook reads it at the session's baseline commit.
+#[derive(clap::Args)]
+pub struct Args {
+    /// claude-code, codex, cursor, gemini or copilot.
+    #[arg(value_parser = crate::cmd::hook::parse_agent)]
+    pub agent: Agent,
+    /// The repository (default: the current directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// Print what would be written; write nothing.
+    #[arg(long)]
+    pub print: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let root = args
+        .repo
+        .canonicalize()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.repo.display()))?;
+    let binary = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map_err(|e| anyhow::anyhow!("cannot find the evident binary's path: {e}"))?;
+    let plan = evident_hooks::init::plan(args.agent, &root, &binary).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for (path, text) in plan {
+        if args.print {
+            println!("--- {}\n{text}", path.display());
+            continue;
+        }
+        if std::fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
+            println!("unchanged {}", path.display());
+            continue;
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, &text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(crate::exit::OK)
+}

@@ -1,0 +1,189 @@
+//! The Completion Claim an agent never writes, built from what the world shows: every
+//! path that differs between the base commit and the work tree is a `code_change`
+//! mutation (committed or not, untracked included, ignored files excluded), dated when
+//! the hook started (file times are the agent's to set). The transcript supplies the
+//! task (its first user message) and the claimed outcome (the last agent message, or
+//! the event's `last_assistant_message`), and is cross-checked with git: a write the
+//! transcript shows that git does not, and a change git shows that no call in the
+//! transcript names, are findings. They inform; the contract's checks decide.
+
+use std::path::Path;
+
+use evident_probes::Scrubber;
+use evident_probes::git::{Change, Changes, Witness};
+use evident_traces::Trace;
+use serde_json::{Value, json};
+
+/// Longest text kept from the transcript for the task and the outcome.
+const MAX_TEXT: usize = 4000;
+
+pub struct Built {
+    pub claim: Value,
+    pub changes: Changes,
+    pub findings: Vec<String>,
+}
+
+pub struct Input<'a> {
+    pub task_id: String,
+    pub base: &'a str,
+    pub trace: Option<&'a Trace>,
+    /// Where the agent ran (relative paths in the transcript are taken from here).
+    pub cwd: &'a Path,
+    pub last_message: Option<String>,
+    pub at: time::OffsetDateTime,
+    pub scrub: &'a Scrubber,
+}
+
+/// Text from the transcript as it may be recorded: registered secrets and URL
+/// credentials scrubbed, cut to [`MAX_TEXT`] characters.
+pub fn scrubbed(text: &str, scrub: &Scrubber) -> String {
+    let urls: String = text
+        .split_inclusive(char::is_whitespace)
+        .map(|w| {
+            let t = w.trim_end();
+            if t.contains("://") {
+                format!("{}{}", evident_probes::redact_url(t), &w[t.len()..])
+            } else {
+                w.to_string()
+            }
+        })
+        .collect();
+    let s = scrub.scrub(&urls);
+    if s.chars().count() > MAX_TEXT {
+        let cut: String = s.chars().take(MAX_TEXT).collect();
+        format!("{cut}…")
+    } else {
+        s
+    }
+}
+
+/// A path written in the transcript, relative to the repository's top, when inside it.
+fn relative(path: &str, cwd: &Path, top: &Path) -> Option<String> {
+    let p = Path::new(path);
+    let full = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let rest = full.strip_prefix(top).ok()?;
+    for c in rest.components() {
+        match c {
+            std::path::Component::Normal(x) => parts.push(x.to_string_lossy().into_owned()),
+            std::path::Component::ParentDir => {
+                parts.pop()?;
+            }
+            _ => {}
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+pub async fn build(witness: &Witness, input: Input<'_>) -> Result<Built, String> {
+    let changes = witness
+        .changes(input.base)
+        .await
+        .map_err(|e| format!("git: {e}"))?;
+    let at = input
+        .at
+        .replace_nanosecond(0)
+        .unwrap_or(input.at)
+        .format(&time::format_description::well_known::Rfc3339)
+        .map_err(|e| e.to_string())?;
+    let top = witness.top();
+    let cwd = input.cwd.canonicalize().unwrap_or_else(|_| input.cwd.to_path_buf());
+    let changed: Vec<String> = changes
+        .changed
+        .iter()
+        .map(|(p, _)| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    let mutations: Vec<Value> = changes
+        .changed
+        .iter()
+        .enumerate()
+        .map(|(i, (p, how))| {
+            json!({
+                "id": format!("m{}", i + 1),
+                "kind": "code_change",
+                "target": String::from_utf8_lossy(p),
+                "at": at,
+                "x_change": match how { Change::Added => "added", Change::Modified => "modified", Change::Deleted => "deleted" },
+            })
+        })
+        .collect();
+    let mut findings = Vec::new();
+    let base_short = &input.base[..input.base.len().min(12)];
+    let mut task = None;
+    let mut outcome = input.last_message.clone();
+    if let Some(trace) = input.trace {
+        task = trace.first_user_message().map(str::to_string);
+        if outcome.is_none() {
+            outcome = trace.last_agent_message().map(str::to_string);
+        }
+        let mut written: Vec<(String, usize)> = Vec::new();
+        for c in &trace.calls {
+            if c.outcome.as_ref().is_some_and(|o| o.is_error) {
+                continue;
+            }
+            for w in &c.writes {
+                if let Some(r) = relative(w, &cwd, top)
+                    && !written.iter().any(|(x, _)| *x == r)
+                {
+                    written.push((r, c.line));
+                }
+            }
+        }
+        for (w, line) in &written {
+            if !changed.iter().any(|c| c == w) {
+                findings.push(format!(
+                    "the transcript shows a write to {} (line {line}) that git does not show changed since {base_short}: the edit was lost or reverted",
+                    scrubbed(w, input.scrub)
+                ));
+            }
+        }
+        let shells = trace.calls.iter().filter(|c| c.shell).count();
+        for c in &changed {
+            if !written.iter().any(|(w, _)| w == c) {
+                let why = if shells > 0 {
+                    format!("a side effect of one of its {shells} shell commands, or another process")
+                } else {
+                    "another process".to_string()
+                };
+                findings.push(format!(
+                    "git shows {} changed since {base_short} but no call in the transcript wrote it ({why})",
+                    scrubbed(c, input.scrub)
+                ));
+            }
+        }
+        for c in trace.calls.iter().filter(|c| c.outcome.is_none()) {
+            findings.push(format!(
+                "tool call {} ({}) at line {} never got a result (unfinished)",
+                scrubbed(&c.id, input.scrub),
+                scrubbed(&c.name, input.scrub),
+                c.line
+            ));
+        }
+    }
+    let mut claim = json!({
+        "spec_version": "0.1",
+        "task": { "id": input.task_id, "requested_by": "user" },
+        "mutations": mutations,
+        "evidence": [],
+        "x_observed": {
+            "base": input.base,
+            "tree_hash": changes.tree_hash,
+            "findings": findings,
+        },
+    });
+    if let Some(t) = task {
+        claim["task"]["description"] = Value::from(scrubbed(&t, input.scrub));
+    }
+    if let Some(o) = outcome {
+        claim["claimed_outcome"] = Value::from(scrubbed(&o, input.scrub));
+    }
+    Ok(Built {
+        claim,
+        changes,
+        findings,
+    })
+}

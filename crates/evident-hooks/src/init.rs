@@ -1,0 +1,242 @@
+//! `evident init AGENT`: a starter contract detected from the repository, and the
+//! agent's settings file with evident's hooks merged in (other hooks kept, idempotent,
+//! the evident binary named by absolute path, a timeout above the contract's deadline).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::agent::Agent;
+
+/// The gate's deadline the starter contract's commands fit in (seconds); the hook is
+/// registered with [`HOOK_TIMEOUT_S`], above it, so evident answers before the agent
+/// gives up on it (agents let a stop through when a hook times out).
+pub const CHECK_TIMEOUT_S: u64 = 480;
+pub const GATE_DEADLINE_S: u64 = 540;
+pub const HOOK_TIMEOUT_S: u64 = 600;
+
+/// What the repository looks like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detected {
+    /// (check id, argv, protected paths)
+    pub checks: Vec<(String, Vec<String>, Vec<String>)>,
+}
+
+pub fn detect(root: &Path) -> Detected {
+    let has = |p: &str| root.join(p).exists();
+    let mut checks = Vec::new();
+    if has("Cargo.toml") {
+        checks.push((
+            "cargo-test".into(),
+            vec!["cargo".into(), "test".into(), "--workspace".into()],
+            vec!["tests/**".into(), "**/tests/**".into(), "Cargo.toml".into(), "**/Cargo.toml".into(), "build.rs".into(), ".cargo/**".into(), "rust-toolchain.toml".into()],
+        ));
+    }
+    let pyproject = std::fs::read_to_string(root.join("pyproject.toml")).unwrap_or_default();
+    if has("pytest.ini")
+        || has("conftest.py")
+        || pyproject.contains("pytest")
+        || has("setup.cfg") && std::fs::read_to_string(root.join("setup.cfg")).unwrap_or_default().contains("pytest")
+        || has("tox.ini")
+    {
+        checks.push((
+            "pytest".into(),
+            vec!["python3".into(), "-m".into(), "pytest".into(), "-q".into()],
+            vec!["tests/**".into(), "test/**".into(), "**/conftest.py".into(), "pytest.ini".into(), "pyproject.toml".into(), "tox.ini".into(), "setup.cfg".into()],
+        ));
+    }
+    if let Ok(pkg) = std::fs::read_to_string(root.join("package.json"))
+        && let Ok(v) = serde_json::from_str::<Value>(&pkg)
+        && v.pointer("/scripts/test").and_then(Value::as_str).is_some()
+    {
+        checks.push((
+            "npm-test".into(),
+            vec!["npm".into(), "test".into()],
+            vec!["test/**".into(), "tests/**".into(), "**/*.test.*".into(), "**/*.spec.*".into(), "package.json".into()],
+        ));
+    }
+    if has("go.mod") {
+        checks.push((
+            "go-test".into(),
+            vec!["go".into(), "test".into(), "./...".into()],
+            vec!["**/*_test.go".into(), "go.mod".into()],
+        ));
+    }
+    Detected { checks }
+}
+
+fn toml_list(v: &[String]) -> String {
+    let items: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// The starter contract's text.
+pub fn contract_text(root: &Path, d: &Detected) -> String {
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repository".into())
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' })
+        .collect();
+    let mut s = format!(
+        r#"# evident's contract for coding agents working in this repository (docs/agents.md).
+# The hook reads this file at the session's baseline commit, never from the working
+# tree: an agent's edit to it refuses the stop. Commit it.
+
+[policy]
+id = "{name}-agent-stop"
+requires = ["test_run"]
+on_unverified = "block"   # warn / record: an unverified stop goes through with a message
+
+[hook]
+no_change = "run"         # "allow": a stop with nothing changed since the baseline goes through
+max_refusals = 3          # after this many refusals in a row the stop goes through, recorded unverified
+"#
+    );
+    if d.checks.is_empty() {
+        s.push_str(
+            "\n# No test runner was detected (cargo, pytest, npm test, go test). Add a check:\n# [[check]]\n# id = \"tests\"\n# check_type = \"test_run\"\n# covers = { kind = \"code_change\" }\n# source = { command = { argv = [\"make\", \"test\"], inherit_env = [\"PATH\", \"HOME\"], timeout_s = 480 } }\n# expected = { exit_code = 0, failed = 0 }\n",
+        );
+    }
+    for (id, argv, protect) in &d.checks {
+        s.push_str(&format!(
+            r#"
+[[check]]
+id = "{id}"
+check_type = "test_run"
+covers = {{ kind = "code_change" }}
+source = {{ command = {{ argv = {argv}, inherit_env = ["PATH", "HOME"], timeout_s = {CHECK_TIMEOUT_S} }} }}
+expected = {{ exit_code = 0, failed = 0 }}
+# Protected test paths (run against their content at the session's baseline, once the
+# gate's `protect` is available): protect = {{ base = "@baseline", paths = {protect} }}
+"#,
+            argv = toml_list(argv),
+            protect = toml_list(protect),
+        ));
+    }
+    s
+}
+
+/// The agent's settings file (relative to the repository) and the hook entries.
+pub fn settings_path(agent: Agent) -> &'static str {
+    match agent {
+        Agent::ClaudeCode => ".claude/settings.json",
+        Agent::Codex => ".codex/hooks.json",
+        Agent::Cursor => ".cursor/hooks.json",
+        Agent::Gemini => ".gemini/settings.json",
+        Agent::Copilot => ".github/hooks/evident.json",
+    }
+}
+
+/// Events evident registers for, per agent.
+fn events(agent: Agent) -> &'static [&'static str] {
+    match agent {
+        Agent::ClaudeCode | Agent::Codex => &["SessionStart", "Stop", "SubagentStop"],
+        Agent::Cursor => &["stop"],
+        Agent::Gemini => &["SessionStart", "AfterAgent"],
+        Agent::Copilot => &["sessionStart", "agentStop"],
+    }
+}
+
+fn quote(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The hook command line: the evident binary by absolute path.
+pub fn command(binary: &Path, agent: Agent) -> String {
+    format!(
+        "{} hook {} --timeout {GATE_DEADLINE_S}",
+        quote(&binary.display().to_string()),
+        agent.name()
+    )
+}
+
+/// Merge evident's hooks into an agent's settings document. Existing hooks are kept;
+/// an entry already running `evident … hook AGENT` is replaced in place (so running
+/// init twice changes nothing, and a moved binary is updated).
+pub fn merge(agent: Agent, existing: Option<Value>, binary: &Path) -> Result<Value, String> {
+    let mut doc = existing.unwrap_or_else(|| json!({}));
+    let root = doc
+        .as_object_mut()
+        .ok_or("the settings file is not a JSON object")?;
+    if agent == Agent::Cursor || agent == Agent::Copilot {
+        root.entry("version").or_insert(json!(1));
+    }
+    let hooks = root
+        .entry("hooks")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or("\"hooks\" in the settings file is not an object")?;
+    let cmd = command(binary, agent);
+    let ours = |v: &Value| -> bool {
+        let c = v
+            .get("command")
+            .or_else(|| v.get("bash"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        c.contains(&format!(" hook {}", agent.name())) && c.contains("evident")
+    };
+    for ev in events(agent) {
+        let list = hooks
+            .entry(ev.to_string())
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+            .ok_or_else(|| format!("hooks.{ev} in the settings file is not a list"))?;
+        let entry = match agent {
+            Agent::ClaudeCode | Agent::Codex | Agent::Gemini => json!({
+                "hooks": [{ "type": "command", "command": cmd, "timeout": if agent == Agent::Gemini { HOOK_TIMEOUT_S * 1000 } else { HOOK_TIMEOUT_S } }]
+            }),
+            Agent::Cursor => json!({ "command": cmd, "timeout": HOOK_TIMEOUT_S }),
+            Agent::Copilot => json!({ "type": "command", "bash": cmd, "timeoutSec": HOOK_TIMEOUT_S }),
+        };
+        let mut placed = false;
+        for item in list.iter_mut() {
+            // Grouped form (matcher group with "hooks"), or a flat entry.
+            if let Some(inner) = item.get_mut("hooks").and_then(Value::as_array_mut) {
+                if inner.iter().any(&ours) {
+                    if !placed {
+                        *item = entry.clone();
+                        placed = true;
+                    } else {
+                        inner.retain(|h| !ours(h));
+                    }
+                }
+            } else if ours(item) && !placed {
+                *item = entry.clone();
+                placed = true;
+            }
+        }
+        list.retain(|i| i.get("hooks").and_then(Value::as_array).is_none_or(|h| !h.is_empty()));
+        if !placed {
+            list.push(entry);
+        }
+    }
+    Ok(doc)
+}
+
+/// What init would write: (path, content) pairs; the contract only when absent.
+pub fn plan(agent: Agent, root: &Path, binary: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+    let mut out = Vec::new();
+    let contract = root.join(crate::CONTRACT_PATH);
+    if !contract.exists() {
+        out.push((contract, contract_text(root, &detect(root))));
+    }
+    let settings = root.join(settings_path(agent));
+    let existing = match std::fs::read(&settings) {
+        Ok(b) => Some(
+            serde_json::from_slice(&b)
+                .map_err(|e| format!("{}: not JSON ({e}); hint: fix or move it, init merges into it", settings.display()))?,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", settings.display())),
+    };
+    let merged = merge(agent, existing, binary)?;
+    let text = serde_json::to_string_pretty(&merged).map_err(|e| e.to_string())? + "\n";
+    out.push((settings, text));
+    Ok(out)
+}

@@ -1,0 +1,631 @@
+//! evident where coding agents stop. `evident hook AGENT` reads the agent's event on
+//! stdin, observes what changed in the repository since the session's baseline,
+//! builds the claim from that (not from the agent's words), runs the owner's contract
+//! through the gate, records the decision and answers in the agent's protocol. It
+//! never crashes and never exits with a code an agent reads as "let it through": an
+//! internal error refuses the stop with the error as the reason (unless the contract's
+//! `on_unverified` is `warn` or `record`). See docs/agents.md.
+
+pub mod agent;
+pub mod claim;
+pub mod gate;
+pub mod init;
+pub mod state;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent::{Agent, Answer, Event, Kind, TranscriptFormat};
+use evident_format::OnUnverified;
+use evident_probes::git::Witness;
+use evident_rules::State;
+use sha2::{Digest, Sha256};
+
+/// Where the owner's contract lives in a repository (read at the baseline commit).
+pub const CONTRACT_PATH: &str = ".evident/contract.toml";
+/// Largest contract read.
+const MAX_CONTRACT: u64 = 4 * 1024 * 1024;
+/// Largest transcript read.
+const MAX_TRANSCRIPT: u64 = 256 * 1024 * 1024;
+
+/// How the hook runs (from the command line).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The owner's contract outside the working tree (else `.evident/contract.toml`
+    /// at the baseline commit).
+    pub contract: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    /// Default: `ledger.db` in the state directory (outside the working tree).
+    pub ledger: Option<String>,
+    pub no_record: bool,
+    pub key: Option<PathBuf>,
+    pub jobs: usize,
+    pub deadline: Duration,
+}
+
+/// The contract's `[hook]` table.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookSettings {
+    /// `run` (default): the checks run even when nothing changed since the baseline;
+    /// `allow`: a stop with no change goes through.
+    #[serde(default)]
+    pub no_change: NoChange,
+    /// After this many consecutive refusals in one session the stop goes through
+    /// (recorded unverified, with a message to the user).
+    #[serde(default = "default_max_refusals")]
+    pub max_refusals: u32,
+}
+
+impl Default for HookSettings {
+    fn default() -> Self {
+        HookSettings {
+            no_change: NoChange::Run,
+            max_refusals: default_max_refusals(),
+        }
+    }
+}
+
+fn default_max_refusals() -> u32 {
+    3
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoChange {
+    #[default]
+    Run,
+    Allow,
+}
+
+/// Split the `[hook]` table off a TOML contract (the gate's contract schema is
+/// strict and knows nothing of it). Without one, the bytes are passed on unchanged
+/// so the gate's errors keep their line numbers.
+pub fn split_contract(bytes: &[u8], file: &str) -> Result<(HookSettings, Vec<u8>), String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| format!("{file}: not UTF-8"))?;
+    if text.trim_start().starts_with('{') {
+        let mut v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("{file}: {e}"))?;
+        let hook = v.as_object_mut().and_then(|o| o.remove("hook"));
+        let settings = match hook {
+            Some(h) => serde_json::from_value(h).map_err(|e| format!("{file}: hook: {e}"))?,
+            None => HookSettings::default(),
+        };
+        return Ok((settings, serde_json::to_vec(&v).map_err(|e| e.to_string())?));
+    }
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
+    match table.remove("hook") {
+        None => Ok((HookSettings::default(), bytes.to_vec())),
+        Some(h) => {
+            let settings: HookSettings = h
+                .try_into()
+                .map_err(|e| format!("{file}: [hook]: {e}"))?;
+            if settings.max_refusals == 0 {
+                return Err(format!("{file}: [hook] max_refusals must be at least 1"));
+            }
+            let rest = toml::to_string(&table).map_err(|e| e.to_string())?;
+            Ok((settings, rest.into_bytes()))
+        }
+    }
+}
+
+/// Process environment, read through a function so tests can drive it.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Run one hook invocation: the agent's stdout (possibly empty) and diagnostic lines
+/// for stderr. Never panics through: a panic becomes a refusal too.
+pub fn run(agent: Agent, stdin: &[u8], opts: &Options, env: Env<'_>) -> (String, Vec<String>) {
+    let started = time::OffsetDateTime::now_utc();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        handle(agent, stdin, opts, env, started)
+    }));
+    let (answer, log) = match result {
+        Ok((a, log)) => (a, log),
+        Err(_) => (
+            Answer::Refuse {
+                reason: "evident could not check this stop: internal error (a panic); the stop is refused because nothing was verified. Report this to the repository's owner.".into(),
+            },
+            vec!["evident hook: internal panic".into()],
+        ),
+    };
+    (agent::render(agent, &answer), log)
+}
+
+struct Failure {
+    message: String,
+    on_unverified: Option<OnUnverified>,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure {
+            message,
+            on_unverified: None,
+        }
+    }
+}
+
+fn handle(
+    agent: Agent,
+    stdin: &[u8],
+    opts: &Options,
+    env: Env<'_>,
+    started: time::OffsetDateTime,
+) -> (Answer, Vec<String>) {
+    let mut log = Vec::new();
+    let event = match agent::parse_event(agent, stdin) {
+        Ok(e) => e,
+        Err(e) => return (refuse_error(&e, None), vec![e]),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            let m = format!("cannot start the async runtime: {e}");
+            return (refuse_error(&m, None), vec![m]);
+        }
+    };
+    match event.kind {
+        Some(Kind::SessionStart) => {
+            match runtime.block_on(session_start(agent, &event, opts, env, started)) {
+                Ok(line) => log.push(line),
+                // A session start cannot refuse anything: say so on stderr; the stop
+                // falls back to the default branch's merge-base.
+                Err(e) => log.push(format!("evident hook: session start: {e}")),
+            }
+            (Answer::Silent, log)
+        }
+        Some(Kind::Stop) | Some(Kind::SubagentStop) => {
+            match stop(agent, &event, opts, env, started, &runtime, &mut log) {
+                Ok(a) => (a, log),
+                Err(f) => {
+                    log.push(format!("evident hook: {}", f.message));
+                    (refuse_error(&f.message, f.on_unverified), log)
+                }
+            }
+        }
+        None => {
+            // An event evident does not handle: say nothing, refuse nothing.
+            log.push("evident hook: not a stop or session-start event; ignored".into());
+            (Answer::Silent, log)
+        }
+    }
+}
+
+fn refuse_error(message: &str, on_unverified: Option<OnUnverified>) -> Answer {
+    match on_unverified {
+        Some(OnUnverified::Warn | OnUnverified::Record) => Answer::Allow {
+            message: Some(format!(
+                "evident could not check this stop ({message}); the contract's on_unverified lets it through, unverified"
+            )),
+        },
+        _ => Answer::Refuse {
+            reason: format!(
+                "evident could not check this stop, so it is refused (nothing was verified): {message}"
+            ),
+        },
+    }
+}
+
+/// The repository a hook event is about.
+fn repo_dir(agent: Agent, event: &Event, env: Env<'_>) -> Result<PathBuf, String> {
+    let dir = match (agent, env("CLAUDE_PROJECT_DIR")) {
+        (Agent::ClaudeCode, Some(d)) if !d.is_empty() => d,
+        _ => event
+            .cwd
+            .clone()
+            .ok_or("the hook event names no cwd (the repository)")?,
+    };
+    PathBuf::from(&dir)
+        .canonicalize()
+        .map_err(|e| format!("{dir}: {e}"))
+}
+
+fn state_dir(opts: &Options, env: Env<'_>) -> Result<PathBuf, String> {
+    opts.state_dir
+        .clone()
+        .or_else(|| state::default_dir(env))
+        .ok_or_else(|| "no state directory: set --state-dir, XDG_STATE_HOME or HOME".into())
+}
+
+async fn open_witness(dir: &Path, env: Env<'_>) -> Result<Witness, String> {
+    Witness::open(dir, env("PATH").as_deref())
+        .await
+        .map_err(|e| format!("git: {e}"))
+}
+
+/// The default baseline without a session start: the merge-base of HEAD with the
+/// repository's default branch (the remote's first: the agent moves local branches
+/// by committing), else HEAD.
+pub async fn default_baseline(w: &Witness) -> Result<(String, String), String> {
+    let head = w
+        .resolve("HEAD")
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the repository has no commit yet: commit once so evident has a baseline")?;
+    for r in [
+        "refs/remotes/origin/HEAD",
+        "refs/remotes/origin/main",
+        "refs/remotes/origin/master",
+        "refs/heads/main",
+        "refs/heads/master",
+    ] {
+        if w.resolve(r).await.map_err(|e| e.to_string())?.is_some()
+            && let Some(mb) = w.merge_base("HEAD", r).await.map_err(|e| e.to_string())?
+        {
+            return Ok((mb, format!("merge-base of HEAD with {r}")));
+        }
+    }
+    Ok((head, "HEAD (no default branch found)".into()))
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+async fn session_start(
+    _agent: Agent,
+    event: &Event,
+    opts: &Options,
+    env: Env<'_>,
+    started: time::OffsetDateTime,
+) -> Result<String, String> {
+    let dir = PathBuf::from(event.cwd.as_deref().ok_or("no cwd")?);
+    let w = open_witness(&dir, env).await?;
+    let top = w.top().canonicalize().map_err(|e| e.to_string())?;
+    let store = state::Store::open(&state_dir(opts, env)?, &top)?;
+    let head = w
+        .resolve("HEAD")
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the repository has no commit yet")?;
+    let key = state::session_key(&event.session_id, &top);
+    let s = store.create(
+        &key,
+        &state::Session {
+            session_id: event.session_id.clone(),
+            repo: top.display().to_string(),
+            baseline: head,
+            baseline_from: "session start (HEAD)".into(),
+            started_at: rfc3339(started),
+            refusals: 0,
+            last: None,
+        },
+    )?;
+    Ok(format!("evident: session baseline {} ({})", s.baseline, s.baseline_from))
+}
+
+fn stop(
+    agent: Agent,
+    event: &Event,
+    opts: &Options,
+    env: Env<'_>,
+    started: time::OffsetDateTime,
+    runtime: &tokio::runtime::Runtime,
+    log: &mut Vec<String>,
+) -> Result<Answer, Failure> {
+    let dir = repo_dir(agent, event, env)?;
+    let w = runtime.block_on(open_witness(&dir, env))?;
+    let top = w.top().canonicalize().map_err(|e| e.to_string())?;
+    let sdir = state_dir(opts, env)?;
+    let store = state::Store::open(&sdir, &top)?;
+    let _lock = store.lock(&top)?;
+    let key = state::session_key(&event.session_id, &top);
+    let mut session = match store.load(&key)? {
+        Some(s) => s,
+        None => {
+            let (base, from) = runtime.block_on(default_baseline(&w))?;
+            store.create(
+                &key,
+                &state::Session {
+                    session_id: event.session_id.clone(),
+                    repo: top.display().to_string(),
+                    baseline: base,
+                    baseline_from: from,
+                    started_at: rfc3339(started),
+                    refusals: 0,
+                    last: None,
+                },
+            )?
+        }
+    };
+    let base = session.baseline.clone();
+    let base_short = base[..base.len().min(12)].to_string();
+
+    // The owner's contract.
+    let (contract_bytes, contract_name, in_tree) = match &opts.contract {
+        Some(p) => {
+            let real = p
+                .canonicalize()
+                .map_err(|e| format!("--contract {}: {e}", p.display()))?;
+            if real.starts_with(&top) {
+                return Err(format!(
+                    "--contract {} lies inside the working tree {}, where the agent can rewrite it; hint: keep it outside, or commit it as {CONTRACT_PATH} (read at the baseline commit)",
+                    real.display(),
+                    top.display()
+                )
+                .into());
+            }
+            let b = std::fs::read(&real).map_err(|e| format!("{}: {e}", real.display()))?;
+            if b.len() as u64 > MAX_CONTRACT {
+                return Err(format!("{}: larger than {MAX_CONTRACT} bytes", real.display()).into());
+            }
+            (b, real.display().to_string(), false)
+        }
+        None => {
+            let b = runtime
+                .block_on(w.file_at(&base, CONTRACT_PATH, MAX_CONTRACT))
+                .map_err(|e| format!("git: {e}"))?
+                .ok_or_else(|| {
+                    format!(
+                        "no contract: {CONTRACT_PATH} is not in the baseline commit {base_short}; hint: run `evident init {}` and commit the contract, or pass --contract PATH (outside the working tree)",
+                        agent.name()
+                    )
+                })?;
+            (b, format!("{CONTRACT_PATH} at {base_short}"), true)
+        }
+    };
+    let (settings, gate_bytes) = split_contract(&contract_bytes, &contract_name)?;
+    let file_kind = if contract_name.ends_with(".json") { "contract.json" } else { "contract.toml" };
+    let contract = evident_gate::Contract::parse(&gate_bytes, file_kind)
+        .map_err(|e| format!("{contract_name}: {e}"))?;
+    let policy = contract.contract.policy.on_unverified;
+    let fail = |m: String| Failure {
+        message: m,
+        on_unverified: policy,
+    };
+    let contract_hash = hex::encode(Sha256::digest(&contract_bytes));
+
+    // What the world shows, and the claim built from it.
+    let trace = read_transcript(agent, event, log);
+    let mut scrub = evident_probes::Scrubber::default();
+    let penv: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    for c in &contract.contract.checks {
+        c.source.register_secrets(&penv, &mut scrub);
+    }
+    let built = runtime
+        .block_on(claim::build(
+            &w,
+            claim::Input {
+                task_id: format!("{}-session-{key}", agent.name()),
+                base: &base,
+                trace: trace.as_ref(),
+                cwd: event.cwd.as_deref().map(Path::new).unwrap_or(&top),
+                last_message: event.last_assistant_message.clone(),
+                at: started,
+                scrub: &scrub,
+            },
+        ))
+        .map_err(fail)?;
+    for f in &built.findings {
+        log.push(format!("evident: finding: {f}"));
+    }
+
+    // A contract changed in the tree is itself a reason to refuse.
+    if in_tree
+        && built
+            .changes
+            .changed
+            .iter()
+            .any(|(p, _)| p == CONTRACT_PATH.as_bytes())
+    {
+        let reason = format!(
+            "evident refused this stop: the owner's contract {CONTRACT_PATH} differs from the baseline commit {base_short}. The gate reads it at the baseline, and a change to it in the working tree is not yours to make. Restore it (git checkout {base_short} -- {CONTRACT_PATH}) and stop again; a contract change needs the repository's owner."
+        );
+        return Ok(refusal(&store, &key, &mut session, &settings, reason, None, log)?);
+    }
+
+    if built.changes.changed.is_empty() && settings.no_change == NoChange::Allow {
+        return Ok(Answer::Allow {
+            message: Some(format!(
+                "evident: nothing changed since the baseline {base_short}; the contract allows a stop with no change"
+            )),
+        });
+    }
+
+    // A decision is reused while the tree and the contract are unchanged.
+    if let Some(last) = session.last.clone()
+        && (last.tree_hash == built.changes.tree_hash
+            || last.after_tree_hash.as_deref() == Some(built.changes.tree_hash.as_str()))
+        && last.contract_hash == contract_hash
+    {
+        log.push("evident: tree and contract unchanged since the last decision; reused".into());
+        if last.state == "verified" {
+            session.refusals = 0;
+            store.save(&key, &session)?;
+            return Ok(Answer::Allow {
+                message: Some(format!(
+                    "evident: verified (unchanged since the decision recorded {})",
+                    last.record.as_deref().unwrap_or("without a ledger record")
+                )),
+            });
+        }
+        if matches!(policy, Some(OnUnverified::Warn | OnUnverified::Record)) && last.state == "unverified" {
+            return Ok(Answer::Allow { message: Some(format!("evident: unverified (unchanged since the last decision); the contract's on_unverified lets the stop through")) });
+        }
+        return Ok(refusal(&store, &key, &mut session, &settings, last.text, last.record, log)?);
+    }
+
+    let ledger = match &opts.ledger {
+        Some(l) => l.clone(),
+        None => match env("EVIDENT_LEDGER") {
+            Some(l) if !l.is_empty() => l,
+            _ => store.dir().join("ledger.db").display().to_string(),
+        },
+    };
+    let decision = gate::decide(
+        &contract,
+        built.claim,
+        &top,
+        &gate::Options {
+            jobs: opts.jobs,
+            deadline: opts.deadline,
+            ledger,
+            no_record: opts.no_record,
+            key: opts.key.clone(),
+        },
+    )
+    .map_err(fail)?;
+    let recorded = decision
+        .record
+        .as_ref()
+        .map_or(String::new(), |r| format!(" (recorded {r})"));
+    if let Some(r) = &decision.record {
+        log.push(format!("evident: recorded {r}"));
+    }
+    let state_name = decision.state.as_str().to_string();
+    let mut text = format!(
+        "evident checked this stop against the owner's contract ({contract_name}) and the work is {state_name}, so the stop is refused{recorded}.\n{}",
+        decision.explanation
+    );
+    if !built.findings.is_empty() {
+        text.push_str("\nWhat git and the transcript show:");
+        for f in &built.findings {
+            text.push_str(&format!("\n- {f}"));
+        }
+    }
+    text.push_str("\nMake every check pass (do not edit the tests or the contract), then stop again.");
+    let after_tree_hash = runtime
+        .block_on(w.changes(&base))
+        .ok()
+        .map(|c| c.tree_hash);
+    session.last = Some(state::LastDecision {
+        tree_hash: built.changes.tree_hash.clone(),
+        after_tree_hash,
+        contract_hash,
+        state: state_name.clone(),
+        text: text.clone(),
+        record: decision.record.clone(),
+    });
+    match decision.state {
+        State::Verified => {
+            session.refusals = 0;
+            store.save(&key, &session)?;
+            Ok(Answer::Allow {
+                message: Some(format!("evident: verified{recorded}")),
+            })
+        }
+        State::Unverified
+            if matches!(
+                decision.on_unverified,
+                OnUnverified::Warn | OnUnverified::Record
+            ) =>
+        {
+            store.save(&key, &session)?;
+            Ok(Answer::Allow {
+                message: Some(format!(
+                    "evident: unverified{recorded}; the contract's on_unverified = {:?} lets the stop through",
+                    decision.on_unverified
+                )),
+            })
+        }
+        _ => Ok(refusal(&store, &key, &mut session, &settings, text, decision.record, log)?),
+    }
+}
+
+/// Count a refusal; past the loop guard, let the stop through with a message.
+fn refusal(
+    store: &state::Store,
+    key: &str,
+    session: &mut state::Session,
+    settings: &HookSettings,
+    reason: String,
+    record: Option<String>,
+    log: &mut Vec<String>,
+) -> Result<Answer, String> {
+    session.refusals += 1;
+    let n = session.refusals;
+    if n >= settings.max_refusals {
+        session.refusals = 0;
+        store.save(key, session)?;
+        log.push(format!("evident: loop guard: {n} consecutive refusals"));
+        return Ok(Answer::Allow {
+            message: Some(format!(
+                "evident: the stop was refused {n} times in a row, so it goes through now (the contract's [hook] max_refusals = {}), but the work is NOT verified{}. Last reason: {reason}",
+                settings.max_refusals,
+                record.map_or(String::new(), |r| format!(" (recorded {r})"))
+            )),
+        });
+    }
+    store.save(key, session)?;
+    Ok(Answer::Refuse {
+        reason: format!("{reason}\n(refusal {n} of at most {} in a row)", settings.max_refusals),
+    })
+}
+
+/// The agent's transcript, when readable; it only informs, so a problem is logged.
+fn read_transcript(agent: Agent, event: &Event, log: &mut Vec<String>) -> Option<evident_traces::Trace> {
+    let format = agent.transcript_format()?;
+    let path = event.transcript_path.as_deref()?;
+    read_trace(format, Path::new(path))
+        .map_err(|e| log.push(format!("evident: transcript not used: {e}")))
+        .ok()
+}
+
+/// Read a transcript file of the given format.
+pub fn read_trace(format: TranscriptFormat, path: &Path) -> Result<evident_traces::Trace, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut b = Vec::new();
+    f.take(MAX_TRANSCRIPT + 1)
+        .read_to_end(&mut b)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if b.len() as u64 > MAX_TRANSCRIPT {
+        return Err(format!("{}: larger than {MAX_TRANSCRIPT} bytes", path.display()));
+    }
+    let name = path.display().to_string();
+    match format {
+        TranscriptFormat::ClaudeCode => evident_traces::claude_code::read(&b, &name),
+        TranscriptFormat::Codex => evident_traces::codex::read(&b, &name),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// `evident claim --from FORMAT TRANSCRIPT [--repo DIR] [--base REV]`: the claim the
+/// hook would build, with its findings.
+pub fn claim_from(
+    format: TranscriptFormat,
+    transcript: &Path,
+    repo: &Path,
+    base: Option<&str>,
+    env: Env<'_>,
+) -> Result<serde_json::Value, String> {
+    let trace = read_trace(format, transcript)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let w = open_witness(repo, env).await?;
+        let base = match base {
+            Some(b) => w
+                .resolve(b)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("--base {b:?} names no commit"))?,
+            None => default_baseline(&w).await?.0,
+        };
+        let scrub = evident_probes::Scrubber::default();
+        let cwd = repo.canonicalize().map_err(|e| e.to_string())?;
+        let built = claim::build(
+            &w,
+            claim::Input {
+                task_id: format!(
+                    "transcript-{}",
+                    &hex::encode(Sha256::digest(transcript.display().to_string()))[..16]
+                ),
+                base: &base,
+                trace: Some(&trace),
+                cwd: &cwd,
+                last_message: None,
+                at: time::OffsetDateTime::now_utc(),
+                scrub: &scrub,
+            },
+        )
+        .await?;
+        Ok(built.claim)
+    })
+}

@@ -1,0 +1,241 @@
+//! The hook's state, outside the working tree: one file per session (its baseline,
+//! its consecutive refusals, its last decision) and one lock per repository.
+//!
+//! Layout under the state directory (`--state-dir`, else `$XDG_STATE_HOME/evident`,
+//! else `~/.local/state/evident`):
+//! `sessions/<id>.json` and `locks/<repo>.lock`, where `<id>` is the session id with
+//! every character outside `[A-Za-z0-9_-]` dropped (at most 48 kept) followed by a hash
+//! of the raw id and the repository, so two sessions (or one session in two
+//! repositories) never share a file and no id can name a path.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The default state directory, from the environment.
+pub fn default_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(x) = env("XDG_STATE_HOME").filter(|x| x.starts_with('/')) {
+        return Some(Path::new(&x).join("evident"));
+    }
+    env("HOME")
+        .filter(|h| h.starts_with('/'))
+        .map(|h| Path::new(&h).join(".local/state/evident"))
+}
+
+/// What a session has recorded.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Session {
+    pub session_id: String,
+    pub repo: String,
+    /// The commit the session started from (first write wins).
+    pub baseline: String,
+    /// How the baseline was chosen (`session-start`, `merge-base with …`, `--base`).
+    pub baseline_from: String,
+    /// When the baseline was recorded (RFC 3339).
+    pub started_at: String,
+    /// Consecutive refused stops.
+    #[serde(default)]
+    pub refusals: u32,
+    #[serde(default)]
+    pub last: Option<LastDecision>,
+}
+
+/// The last decision, reused while the tree and the contract are unchanged.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LastDecision {
+    pub tree_hash: String,
+    /// The tree's hash after the gate ran (its own run may leave files such as
+    /// `__pycache__/` behind): a next stop on that tree reuses the decision too.
+    #[serde(default)]
+    pub after_tree_hash: Option<String>,
+    pub contract_hash: String,
+    /// `verified`, `unverified`, `refuted`.
+    pub state: String,
+    /// The refusal reason (or the allow message) given then.
+    pub text: String,
+    pub record: Option<String>,
+}
+
+pub fn session_key(session_id: &str, repo: &Path) -> String {
+    let clean: String = session_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(48)
+        .collect();
+    let mut h = Sha256::new();
+    h.update(session_id.as_bytes());
+    h.update([0]);
+    h.update(repo.as_os_str().as_encoded_bytes());
+    let hash = hex::encode(h.finalize());
+    format!("{clean}-{}", &hash[..16])
+}
+
+pub struct Store {
+    dir: PathBuf,
+    key: Vec<u8>,
+}
+
+/// A session file: the session and a MAC over it with the store's key, so an entry
+/// written by hand (a moved baseline, a zeroed refusal count, a forged "verified") is
+/// refused. The key lives in the state directory (owner-only), outside the tree.
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    session: Session,
+    mac: String,
+}
+
+fn mac(key: &[u8], s: &Session) -> String {
+    let body = serde_json::to_string(s).unwrap_or_default();
+    let inner = Sha256::new()
+        .chain_update(key)
+        .chain_update(body.as_bytes())
+        .finalize();
+    hex::encode(Sha256::new().chain_update(key).chain_update(inner).finalize())
+}
+
+fn seal(key: &[u8], s: &Session) -> Result<Vec<u8>, String> {
+    serde_json::to_vec_pretty(&Sealed {
+        session: s.clone(),
+        mac: mac(key, s),
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// The store's key, created on first use from the system's random source.
+fn load_key(dir: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let p = dir.join("key");
+    if let Ok(k) = std::fs::read(&p)
+        && k.len() == 32
+    {
+        return Ok(k);
+    }
+    let mut k = vec![0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut k))
+        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&p)
+    {
+        Ok(mut f) => {
+            f.write_all(&k).map_err(|e| format!("{}: {e}", p.display()))?;
+            Ok(k)
+        }
+        // Another hook made it first: use that one.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::read(&p)
+            .ok()
+            .filter(|k| k.len() == 32)
+            .ok_or_else(|| format!("{}: the state key is damaged", p.display())),
+        Err(e) => Err(format!("{}: {e}", p.display())),
+    }
+}
+
+impl Store {
+    /// The store at `dir` (created, owner-only). `dir` must not lie inside `repo`:
+    /// the agent could forge its entries there.
+    pub fn open(dir: &Path, repo: &Path) -> Result<Store, String> {
+        for sub in ["sessions", "locks"] {
+            std::fs::create_dir_all(dir.join(sub)).map_err(|e| {
+                format!("cannot create the state directory {}: {e}", dir.display())
+            })?;
+        }
+        let dir = dir
+            .canonicalize()
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        if dir.starts_with(repo) {
+            return Err(format!(
+                "the state directory {} lies inside the repository {}, where the agent can write its baseline and decisions; hint: use a directory outside the working tree (--state-dir)",
+                dir.display(),
+                repo.display()
+            ));
+        }
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        }
+        let key = load_key(&dir)?;
+        Ok(Store { dir, key })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn session_path(&self, key: &str) -> PathBuf {
+        self.dir.join("sessions").join(format!("{key}.json"))
+    }
+
+    pub fn load(&self, key: &str) -> Result<Option<Session>, String> {
+        let p = self.session_path(key);
+        match std::fs::read(&p) {
+            Ok(b) => {
+                let sealed: Sealed = serde_json::from_slice(&b).map_err(|e| {
+                    format!("{}: the session state is damaged: {e}", p.display())
+                })?;
+                if mac(&self.key, &sealed.session) != sealed.mac {
+                    return Err(format!(
+                        "{}: the session state was not written by evident (its MAC does not match): refusing to trust its baseline or decisions; hint: delete the file to start the session's state again from the default branch",
+                        p.display()
+                    ));
+                }
+                Ok(Some(sealed.session))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", p.display())),
+        }
+    }
+
+    /// Record a new session: first write wins (an existing file is left alone and
+    /// returned).
+    pub fn create(&self, key: &str, s: &Session) -> Result<Session, String> {
+        let p = self.session_path(key);
+        let bytes = seal(&self.key, s)?;
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+        {
+            Ok(mut f) => {
+                f.write_all(&bytes)
+                    .and_then(|_| f.sync_all())
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
+                Ok(s.clone())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self
+                .load(key)?
+                .ok_or_else(|| format!("{}: vanished", p.display())),
+            Err(e) => Err(format!("{}: {e}", p.display())),
+        }
+    }
+
+    /// Replace a session's file (refusal count, last decision), atomically.
+    pub fn save(&self, key: &str, s: &Session) -> Result<(), String> {
+        let p = self.session_path(key);
+        let tmp = p.with_extension("json.tmp");
+        let bytes = seal(&self.key, s)?;
+        std::fs::write(&tmp, bytes)
+            .and_then(|_| std::fs::rename(&tmp, &p))
+            .map_err(|e| format!("{}: {e}", p.display()))
+    }
+
+    /// Hold the repository's lock (gates on one repository run one at a time) until
+    /// the returned file is dropped.
+    pub fn lock(&self, repo: &Path) -> Result<std::fs::File, String> {
+        let name = hex::encode(Sha256::digest(repo.as_os_str().as_encoded_bytes()));
+        let p = self.dir.join("locks").join(format!("{}.lock", &name[..32]));
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&p)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        f.lock().map_err(|e| format!("{}: cannot lock: {e}", p.display()))?;
+        Ok(f)
+    }
+}
