@@ -30,6 +30,32 @@ pub struct Contract {
     /// evidence counts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trust: Vec<TrustedVerifier>,
+    /// Settings of the coding-agent stop hook (`evident hook`, docs/agents.md); the
+    /// gate itself ignores them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook: Option<HookSettings>,
+}
+
+/// The `[hook]` table of a contract.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HookSettings {
+    /// `run` (default): the checks run even when nothing changed since the session's
+    /// baseline; `allow`: a stop with no change goes through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_change: Option<NoChange>,
+    /// Consecutive refusals in one session after which the stop goes through,
+    /// recorded unverified (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_refusals: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NoChange {
+    Run,
+    Allow,
 }
 
 /// A verifier the owner trusts, by id and Ed25519 public key.
@@ -277,6 +303,12 @@ fn read_value(bytes: &[u8], file: &str) -> Result<(Value, Spans), Error> {
 impl Contract {
     fn validate(&self, file: &str, spans: &Spans) -> Result<(), Error> {
         let err = |path: String, message: String| Err(Error::at(file, spans, path, message));
+        if self.hook.as_ref().and_then(|h| h.max_refusals) == Some(0) {
+            return err(
+                "hook.max_refusals".into(),
+                "max_refusals must be at least 1".into(),
+            );
+        }
         let mut ids = HashSet::new();
         for (i, c) in self.checks.iter().enumerate() {
             if c.id.trim().is_empty() {

@@ -139,7 +139,9 @@ pub fn render(agent: Agent, answer: &Answer) -> String {
         (_, Answer::Silent) => return String::new(),
         (Agent::Cursor, Answer::Refuse { reason }) => json!({ "followup_message": reason }),
         (Agent::Cursor, Answer::Allow { .. }) => json!({}),
-        (Agent::Gemini, Answer::Refuse { reason }) => json!({ "decision": "deny", "reason": reason }),
+        (Agent::Gemini, Answer::Refuse { reason }) => {
+            json!({ "decision": "deny", "reason": reason })
+        }
         (_, Answer::Refuse { reason }) => json!({ "decision": "block", "reason": reason }),
         (Agent::Copilot, Answer::Allow { .. }) => json!({}),
         (_, Answer::Allow { message: Some(m) }) => json!({ "systemMessage": m }),

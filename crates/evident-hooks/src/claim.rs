@@ -91,7 +91,10 @@ pub async fn build(witness: &Witness, input: Input<'_>) -> Result<Built, String>
         .format(&time::format_description::well_known::Rfc3339)
         .map_err(|e| e.to_string())?;
     let top = witness.top();
-    let cwd = input.cwd.canonicalize().unwrap_or_else(|_| input.cwd.to_path_buf());
+    let cwd = input
+        .cwd
+        .canonicalize()
+        .unwrap_or_else(|_| input.cwd.to_path_buf());
     let changed: Vec<String> = changes
         .changed
         .iter()
@@ -145,7 +148,9 @@ pub async fn build(witness: &Witness, input: Input<'_>) -> Result<Built, String>
         for c in &changed {
             if !written.iter().any(|(w, _)| w == c) {
                 let why = if shells > 0 {
-                    format!("a side effect of one of its {shells} shell commands, or another process")
+                    format!(
+                        "a side effect of one of its {shells} shell commands, or another process"
+                    )
                 } else {
                     "another process".to_string()
                 };

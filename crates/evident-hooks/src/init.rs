@@ -29,20 +29,39 @@ pub fn detect(root: &Path) -> Detected {
         checks.push((
             "cargo-test".into(),
             vec!["cargo".into(), "test".into(), "--workspace".into()],
-            vec!["tests/**".into(), "**/tests/**".into(), "Cargo.toml".into(), "**/Cargo.toml".into(), "build.rs".into(), ".cargo/**".into(), "rust-toolchain.toml".into()],
+            vec![
+                "tests/**".into(),
+                "**/tests/**".into(),
+                "Cargo.toml".into(),
+                "**/Cargo.toml".into(),
+                "build.rs".into(),
+                ".cargo/**".into(),
+                "rust-toolchain.toml".into(),
+            ],
         ));
     }
     let pyproject = std::fs::read_to_string(root.join("pyproject.toml")).unwrap_or_default();
     if has("pytest.ini")
         || has("conftest.py")
         || pyproject.contains("pytest")
-        || has("setup.cfg") && std::fs::read_to_string(root.join("setup.cfg")).unwrap_or_default().contains("pytest")
+        || has("setup.cfg")
+            && std::fs::read_to_string(root.join("setup.cfg"))
+                .unwrap_or_default()
+                .contains("pytest")
         || has("tox.ini")
     {
         checks.push((
             "pytest".into(),
             vec!["python3".into(), "-m".into(), "pytest".into(), "-q".into()],
-            vec!["tests/**".into(), "test/**".into(), "**/conftest.py".into(), "pytest.ini".into(), "pyproject.toml".into(), "tox.ini".into(), "setup.cfg".into()],
+            vec![
+                "tests/**".into(),
+                "test/**".into(),
+                "**/conftest.py".into(),
+                "pytest.ini".into(),
+                "pyproject.toml".into(),
+                "tox.ini".into(),
+                "setup.cfg".into(),
+            ],
         ));
     }
     if let Ok(pkg) = std::fs::read_to_string(root.join("package.json"))
@@ -52,7 +71,13 @@ pub fn detect(root: &Path) -> Detected {
         checks.push((
             "npm-test".into(),
             vec!["npm".into(), "test".into()],
-            vec!["test/**".into(), "tests/**".into(), "**/*.test.*".into(), "**/*.spec.*".into(), "package.json".into()],
+            vec![
+                "test/**".into(),
+                "tests/**".into(),
+                "**/*.test.*".into(),
+                "**/*.spec.*".into(),
+                "package.json".into(),
+            ],
         ));
     }
     if has("go.mod") {
@@ -77,7 +102,13 @@ pub fn contract_text(root: &Path, d: &Detected) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "repository".into())
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     let mut s = format!(
         r#"# evident's contract for coding agents working in this repository (docs/agents.md).
@@ -140,7 +171,9 @@ fn events(agent: Agent) -> &'static [&'static str] {
 }
 
 fn quote(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -192,7 +225,9 @@ pub fn merge(agent: Agent, existing: Option<Value>, binary: &Path) -> Result<Val
                 "hooks": [{ "type": "command", "command": cmd, "timeout": if agent == Agent::Gemini { HOOK_TIMEOUT_S * 1000 } else { HOOK_TIMEOUT_S } }]
             }),
             Agent::Cursor => json!({ "command": cmd, "timeout": HOOK_TIMEOUT_S }),
-            Agent::Copilot => json!({ "type": "command", "bash": cmd, "timeoutSec": HOOK_TIMEOUT_S }),
+            Agent::Copilot => {
+                json!({ "type": "command", "bash": cmd, "timeoutSec": HOOK_TIMEOUT_S })
+            }
         };
         let mut placed = false;
         for item in list.iter_mut() {
@@ -211,7 +246,11 @@ pub fn merge(agent: Agent, existing: Option<Value>, binary: &Path) -> Result<Val
                 placed = true;
             }
         }
-        list.retain(|i| i.get("hooks").and_then(Value::as_array).is_none_or(|h| !h.is_empty()));
+        list.retain(|i| {
+            i.get("hooks")
+                .and_then(Value::as_array)
+                .is_none_or(|h| !h.is_empty())
+        });
         if !placed {
             list.push(entry);
         }
@@ -228,10 +267,12 @@ pub fn plan(agent: Agent, root: &Path, binary: &Path) -> Result<Vec<(PathBuf, St
     }
     let settings = root.join(settings_path(agent));
     let existing = match std::fs::read(&settings) {
-        Ok(b) => Some(
-            serde_json::from_slice(&b)
-                .map_err(|e| format!("{}: not JSON ({e}); hint: fix or move it, init merges into it", settings.display()))?,
-        ),
+        Ok(b) => Some(serde_json::from_slice(&b).map_err(|e| {
+            format!(
+                "{}: not JSON ({e}); hint: fix or move it, init merges into it",
+                settings.display()
+            )
+        })?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", settings.display())),
     };

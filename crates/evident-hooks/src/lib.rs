@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use agent::{Agent, Answer, Event, Kind, TranscriptFormat};
 use evident_format::OnUnverified;
+pub use evident_gate::contract::NoChange;
 use evident_probes::git::Witness;
 use evident_rules::State;
 use sha2::{Digest, Sha256};
@@ -43,68 +44,19 @@ pub struct Options {
     pub deadline: Duration,
 }
 
-/// The contract's `[hook]` table.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The contract's `[hook]` settings, with their defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HookSettings {
-    /// `run` (default): the checks run even when nothing changed since the baseline;
-    /// `allow`: a stop with no change goes through.
-    #[serde(default)]
     pub no_change: NoChange,
-    /// After this many consecutive refusals in one session the stop goes through
-    /// (recorded unverified, with a message to the user).
-    #[serde(default = "default_max_refusals")]
     pub max_refusals: u32,
 }
 
-impl Default for HookSettings {
-    fn default() -> Self {
+impl HookSettings {
+    pub fn of(contract: &evident_gate::Contract) -> HookSettings {
+        let h = contract.hook.clone().unwrap_or_default();
         HookSettings {
-            no_change: NoChange::Run,
-            max_refusals: default_max_refusals(),
-        }
-    }
-}
-
-fn default_max_refusals() -> u32 {
-    3
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NoChange {
-    #[default]
-    Run,
-    Allow,
-}
-
-/// Split the `[hook]` table off a TOML contract (the gate's contract schema is
-/// strict and knows nothing of it). Without one, the bytes are passed on unchanged
-/// so the gate's errors keep their line numbers.
-pub fn split_contract(bytes: &[u8], file: &str) -> Result<(HookSettings, Vec<u8>), String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| format!("{file}: not UTF-8"))?;
-    if text.trim_start().starts_with('{') {
-        let mut v: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("{file}: {e}"))?;
-        let hook = v.as_object_mut().and_then(|o| o.remove("hook"));
-        let settings = match hook {
-            Some(h) => serde_json::from_value(h).map_err(|e| format!("{file}: hook: {e}"))?,
-            None => HookSettings::default(),
-        };
-        return Ok((settings, serde_json::to_vec(&v).map_err(|e| e.to_string())?));
-    }
-    let mut table: toml::Table = toml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
-    match table.remove("hook") {
-        None => Ok((HookSettings::default(), bytes.to_vec())),
-        Some(h) => {
-            let settings: HookSettings = h
-                .try_into()
-                .map_err(|e| format!("{file}: [hook]: {e}"))?;
-            if settings.max_refusals == 0 {
-                return Err(format!("{file}: [hook] max_refusals must be at least 1"));
-            }
-            let rest = toml::to_string(&table).map_err(|e| e.to_string())?;
-            Ok((settings, rest.into_bytes()))
+            no_change: h.no_change.unwrap_or(NoChange::Run),
+            max_refusals: h.max_refusals.unwrap_or(3).max(1),
         }
     }
 }
@@ -295,7 +247,10 @@ async fn session_start(
             last: None,
         },
     )?;
-    Ok(format!("evident: session baseline {} ({})", s.baseline, s.baseline_from))
+    Ok(format!(
+        "evident: session baseline {} ({})",
+        s.baseline, s.baseline_from
+    ))
 }
 
 fn stop(
@@ -368,10 +323,14 @@ fn stop(
             (b, format!("{CONTRACT_PATH} at {base_short}"), true)
         }
     };
-    let (settings, gate_bytes) = split_contract(&contract_bytes, &contract_name)?;
-    let file_kind = if contract_name.ends_with(".json") { "contract.json" } else { "contract.toml" };
-    let contract = evident_gate::Contract::parse(&gate_bytes, file_kind)
+    let file_kind = if contract_name.ends_with(".json") {
+        "contract.json"
+    } else {
+        "contract.toml"
+    };
+    let contract = evident_gate::Contract::parse(&contract_bytes, file_kind)
         .map_err(|e| format!("{contract_name}: {e}"))?;
+    let settings = HookSettings::of(&contract.contract);
     let policy = contract.contract.policy.on_unverified;
     let fail = |m: String| Failure {
         message: m,
@@ -415,7 +374,15 @@ fn stop(
         let reason = format!(
             "evident refused this stop: the owner's contract {CONTRACT_PATH} differs from the baseline commit {base_short}. The gate reads it at the baseline, and a change to it in the working tree is not yours to make. Restore it (git checkout {base_short} -- {CONTRACT_PATH}) and stop again; a contract change needs the repository's owner."
         );
-        return Ok(refusal(&store, &key, &mut session, &settings, reason, None, log)?);
+        return Ok(refusal(
+            &store,
+            &key,
+            &mut session,
+            &settings,
+            reason,
+            None,
+            log,
+        )?);
     }
 
     if built.changes.changed.is_empty() && settings.no_change == NoChange::Allow {
@@ -443,10 +410,25 @@ fn stop(
                 )),
             });
         }
-        if matches!(policy, Some(OnUnverified::Warn | OnUnverified::Record)) && last.state == "unverified" {
-            return Ok(Answer::Allow { message: Some(format!("evident: unverified (unchanged since the last decision); the contract's on_unverified lets the stop through")) });
+        if matches!(policy, Some(OnUnverified::Warn | OnUnverified::Record))
+            && last.state == "unverified"
+        {
+            return Ok(Answer::Allow {
+                message: Some(
+                    "evident: unverified (unchanged since the last decision); the contract's on_unverified lets the stop through"
+                        .to_string(),
+                ),
+            });
         }
-        return Ok(refusal(&store, &key, &mut session, &settings, last.text, last.record, log)?);
+        return Ok(refusal(
+            &store,
+            &key,
+            &mut session,
+            &settings,
+            last.text,
+            last.record,
+            log,
+        )?);
     }
 
     let ledger = match &opts.ledger {
@@ -487,11 +469,10 @@ fn stop(
             text.push_str(&format!("\n- {f}"));
         }
     }
-    text.push_str("\nMake every check pass (do not edit the tests or the contract), then stop again.");
-    let after_tree_hash = runtime
-        .block_on(w.changes(&base))
-        .ok()
-        .map(|c| c.tree_hash);
+    text.push_str(
+        "\nMake every check pass (do not edit the tests or the contract), then stop again.",
+    );
+    let after_tree_hash = runtime.block_on(w.changes(&base)).ok().map(|c| c.tree_hash);
     session.last = Some(state::LastDecision {
         tree_hash: built.changes.tree_hash.clone(),
         after_tree_hash,
@@ -522,7 +503,15 @@ fn stop(
                 )),
             })
         }
-        _ => Ok(refusal(&store, &key, &mut session, &settings, text, decision.record, log)?),
+        _ => Ok(refusal(
+            &store,
+            &key,
+            &mut session,
+            &settings,
+            text,
+            decision.record,
+            log,
+        )?),
     }
 }
 
@@ -552,12 +541,19 @@ fn refusal(
     }
     store.save(key, session)?;
     Ok(Answer::Refuse {
-        reason: format!("{reason}\n(refusal {n} of at most {} in a row)", settings.max_refusals),
+        reason: format!(
+            "{reason}\n(refusal {n} of at most {} in a row)",
+            settings.max_refusals
+        ),
     })
 }
 
 /// The agent's transcript, when readable; it only informs, so a problem is logged.
-fn read_transcript(agent: Agent, event: &Event, log: &mut Vec<String>) -> Option<evident_traces::Trace> {
+fn read_transcript(
+    agent: Agent,
+    event: &Event,
+    log: &mut Vec<String>,
+) -> Option<evident_traces::Trace> {
     let format = agent.transcript_format()?;
     let path = event.transcript_path.as_deref()?;
     read_trace(format, Path::new(path))
@@ -574,7 +570,10 @@ pub fn read_trace(format: TranscriptFormat, path: &Path) -> Result<evident_trace
         .read_to_end(&mut b)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if b.len() as u64 > MAX_TRANSCRIPT {
-        return Err(format!("{}: larger than {MAX_TRANSCRIPT} bytes", path.display()));
+        return Err(format!(
+            "{}: larger than {MAX_TRANSCRIPT} bytes",
+            path.display()
+        ));
     }
     let name = path.display().to_string();
     match format {

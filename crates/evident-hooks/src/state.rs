@@ -92,7 +92,12 @@ fn mac(key: &[u8], s: &Session) -> String {
         .chain_update(key)
         .chain_update(body.as_bytes())
         .finalize();
-    hex::encode(Sha256::new().chain_update(key).chain_update(inner).finalize())
+    hex::encode(
+        Sha256::new()
+            .chain_update(key)
+            .chain_update(inner)
+            .finalize(),
+    )
 }
 
 fn seal(key: &[u8], s: &Session) -> Result<Vec<u8>, String> {
@@ -124,7 +129,8 @@ fn load_key(dir: &Path) -> Result<Vec<u8>, String> {
         .open(&p)
     {
         Ok(mut f) => {
-            f.write_all(&k).map_err(|e| format!("{}: {e}", p.display()))?;
+            f.write_all(&k)
+                .map_err(|e| format!("{}: {e}", p.display()))?;
             Ok(k)
         }
         // Another hook made it first: use that one.
@@ -141,9 +147,8 @@ impl Store {
     /// the agent could forge its entries there.
     pub fn open(dir: &Path, repo: &Path) -> Result<Store, String> {
         for sub in ["sessions", "locks"] {
-            std::fs::create_dir_all(dir.join(sub)).map_err(|e| {
-                format!("cannot create the state directory {}: {e}", dir.display())
-            })?;
+            std::fs::create_dir_all(dir.join(sub))
+                .map_err(|e| format!("cannot create the state directory {}: {e}", dir.display()))?;
         }
         let dir = dir
             .canonicalize()
@@ -175,9 +180,8 @@ impl Store {
         let p = self.session_path(key);
         match std::fs::read(&p) {
             Ok(b) => {
-                let sealed: Sealed = serde_json::from_slice(&b).map_err(|e| {
-                    format!("{}: the session state is damaged: {e}", p.display())
-                })?;
+                let sealed: Sealed = serde_json::from_slice(&b)
+                    .map_err(|e| format!("{}: the session state is damaged: {e}", p.display()))?;
                 if mac(&self.key, &sealed.session) != sealed.mac {
                     return Err(format!(
                         "{}: the session state was not written by evident (its MAC does not match): refusing to trust its baseline or decisions; hint: delete the file to start the session's state again from the default branch",
@@ -235,7 +239,8 @@ impl Store {
             .write(true)
             .open(&p)
             .map_err(|e| format!("{}: {e}", p.display()))?;
-        f.lock().map_err(|e| format!("{}: cannot lock: {e}", p.display()))?;
+        f.lock()
+            .map_err(|e| format!("{}: cannot lock: {e}", p.display()))?;
         Ok(f)
     }
 }

@@ -1359,7 +1359,13 @@ impl Witness {
         let f = self
             .git
             .run(
-                &["rev-parse", "--verify", "--quiet", "--end-of-options", &spec],
+                &[
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    "--end-of-options",
+                    &spec,
+                ],
                 KEEP,
             )
             .await?;
@@ -1376,7 +1382,10 @@ impl Witness {
     pub async fn merge_base(&self, a: &str, b: &str) -> Result<Option<String>, ProbeError> {
         check_rev(a)?;
         check_rev(b)?;
-        let f = self.git.run(&["merge-base", "--end-of-options", a, b], KEEP).await?;
+        let f = self
+            .git
+            .run(&["merge-base", "--end-of-options", a, b], KEEP)
+            .await?;
         match f.exit_code {
             Some(0) => Ok(Some(
                 String::from_utf8_lossy(&f.stdout.kept).trim().to_string(),
@@ -1401,8 +1410,14 @@ impl Witness {
         if entry.mode == 0o40000 || entry.mode == 0o160000 {
             return Err(git_err(format!("{path:?} at {commit} is not a file")));
         }
-        let mut objects =
-            read_objects(&self.git, &[entry.oid.clone()], "blob", self.sha256, max).await?;
+        let mut objects = read_objects(
+            &self.git,
+            std::slice::from_ref(&entry.oid),
+            "blob",
+            self.sha256,
+            max,
+        )
+        .await?;
         Ok(objects.remove(&entry.oid))
     }
 
@@ -1430,7 +1445,12 @@ impl Witness {
         let tmp = tempfile::Builder::new()
             .prefix("evident-git-")
             .tempdir()
-            .map_err(|e| git_err(format!("cannot make a temporary index: {}", paths::io_reason(&e))))?;
+            .map_err(|e| {
+                git_err(format!(
+                    "cannot make a temporary index: {}",
+                    paths::io_reason(&e)
+                ))
+            })?;
         let index = tmp.path().join("index");
         let env = vec![(
             "GIT_INDEX_FILE".to_string(),
@@ -1439,7 +1459,12 @@ impl Witness {
         listing(&self.git, &["read-tree", commit], &env).await?;
         let others = listing(
             &self.git,
-            &["ls-files", "-z", "--others", "--exclude-per-directory=.gitignore"],
+            &[
+                "ls-files",
+                "-z",
+                "--others",
+                "--exclude-per-directory=.gitignore",
+            ],
             &env,
         )
         .await?;
@@ -1461,7 +1486,13 @@ impl Witness {
 fn current(top: &Path, path: &[u8], sha256: bool) -> Result<Option<(u32, String)>, ProbeError> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
-    let io = |e: std::io::Error| git_err(format!("cannot read {}: {}", show(path), paths::io_reason(&e)));
+    let io = |e: std::io::Error| {
+        git_err(format!(
+            "cannot read {}: {}",
+            show(path),
+            paths::io_reason(&e)
+        ))
+    };
     let mut dir = top.to_path_buf();
     let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
@@ -1481,7 +1512,10 @@ fn current(top: &Path, path: &[u8], sha256: bool) -> Result<Option<(u32, String)
     };
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(&full).map_err(io)?;
-        return Ok(Some((0o120000, blob_id(target.as_os_str().as_bytes(), sha256))));
+        return Ok(Some((
+            0o120000,
+            blob_id(target.as_os_str().as_bytes(), sha256),
+        )));
     }
     if meta.is_dir() {
         return Ok(Some((0o160000, String::new())));
@@ -1491,7 +1525,10 @@ fn current(top: &Path, path: &[u8], sha256: bool) -> Result<Option<(u32, String)
     } else {
         0o100644
     };
-    Ok(Some((mode, file_blob_id(&full, meta.len(), sha256).map_err(io)?)))
+    Ok(Some((
+        mode,
+        file_blob_id(&full, meta.len(), sha256).map_err(io)?,
+    )))
 }
 
 fn diff_work_tree(

@@ -69,7 +69,11 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                         line,
                         message: "a tool_use block has no id".into(),
                     })?;
-                    let name = b.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                    let name = b
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
                     let input = b.get("input").cloned().unwrap_or(Value::Null);
                     let writes = WRITERS
                         .iter()
@@ -101,8 +105,7 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                             line,
                             message: "a tool_result block has no tool_use_id".into(),
                         })?;
-                    let (is_error, status_from) = match b.get("is_error").and_then(Value::as_bool)
-                    {
+                    let (is_error, status_from) = match b.get("is_error").and_then(Value::as_bool) {
                         Some(e) => (e, StatusFrom::Flag),
                         None => (false, StatusFrom::Absent),
                     };
@@ -121,9 +124,13 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                 _ => {}
             }
         }
-        if !texts.is_empty() && !(meta || sidechain) {
+        if !(texts.is_empty() || meta || sidechain) {
             trace.messages.push(Message {
-                role: if kind == "user" { Role::User } else { Role::Agent },
+                role: if kind == "user" {
+                    Role::User
+                } else {
+                    Role::Agent
+                },
                 text: texts.join("\n"),
                 line,
             });

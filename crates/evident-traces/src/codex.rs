@@ -15,7 +15,9 @@
 
 use serde_json::Value;
 
-use crate::{Call, Error, Message, Outcome, Pairing, Role, StatusFrom, Trace, lines, patch_paths, text_of};
+use crate::{
+    Call, Error, Message, Outcome, Pairing, Role, StatusFrom, Trace, lines, patch_paths, text_of,
+};
 
 pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
     let mut trace = Trace::default();
@@ -40,22 +42,45 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                         .ok_or_else(|| err(line, format!("a {ptype} has no call_id")))
                 };
                 match (kind, ptype) {
-                    ("response_item", "message") => {
-                        if p.get("role").and_then(Value::as_str) == Some("assistant") {
-                            let t = text_of(p.get("content").unwrap_or(&Value::Null));
-                            if !t.is_empty() {
-                                trace.messages.push(Message { role: Role::Agent, text: t, line });
-                            }
+                    ("response_item", "message")
+                        if p.get("role").and_then(Value::as_str) == Some("assistant") =>
+                    {
+                        let t = text_of(p.get("content").unwrap_or(&Value::Null));
+                        if !t.is_empty() {
+                            trace.messages.push(Message {
+                                role: Role::Agent,
+                                text: t,
+                                line,
+                            });
                         }
                     }
                     ("event_msg", "user_message") => {
                         if let Some(t) = p.get("message").and_then(Value::as_str) {
-                            trace.messages.push(Message { role: Role::User, text: t.into(), line });
+                            trace.messages.push(Message {
+                                role: Role::User,
+                                text: t.into(),
+                                line,
+                            });
                         }
                     }
-                    ("response_item", "function_call" | "custom_tool_call" | "local_shell_call") => {
-                        let name = p.get("name").and_then(Value::as_str).unwrap_or(if ptype == "local_shell_call" { "local_shell" } else { "" }).to_string();
-                        let arguments = match p.get("arguments").or_else(|| p.get("input")).or_else(|| p.get("action")) {
+                    (
+                        "response_item",
+                        "function_call" | "custom_tool_call" | "local_shell_call",
+                    ) => {
+                        let name = p
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or(if ptype == "local_shell_call" {
+                                "local_shell"
+                            } else {
+                                ""
+                            })
+                            .to_string();
+                        let arguments = match p
+                            .get("arguments")
+                            .or_else(|| p.get("input"))
+                            .or_else(|| p.get("action"))
+                        {
                             // function_call arguments are a JSON string.
                             Some(Value::String(s)) if ptype == "function_call" => {
                                 serde_json::from_str(s).unwrap_or(Value::String(s.clone()))
@@ -65,22 +90,58 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                         };
                         let patch = match &arguments {
                             Value::String(s) if name == "apply_patch" => Some(s.clone()),
-                            Value::Object(o) if name == "apply_patch" => o.get("input").and_then(Value::as_str).map(str::to_string),
-                            Value::Object(o) => o.get("command").and_then(Value::as_array).and_then(|c| {
-                                (c.first().and_then(Value::as_str) == Some("apply_patch")).then(|| c.get(1).and_then(Value::as_str).map(str::to_string)).flatten()
-                            }),
+                            Value::Object(o) if name == "apply_patch" => {
+                                o.get("input").and_then(Value::as_str).map(str::to_string)
+                            }
+                            Value::Object(o) => {
+                                o.get("command").and_then(Value::as_array).and_then(|c| {
+                                    (c.first().and_then(Value::as_str) == Some("apply_patch"))
+                                        .then(|| {
+                                            c.get(1).and_then(Value::as_str).map(str::to_string)
+                                        })
+                                        .flatten()
+                                })
+                            }
                             _ => None,
                         };
                         let writes = patch.as_deref().map(patch_paths).unwrap_or_default();
                         let shell = writes.is_empty()
-                            && matches!(name.as_str(), "shell" | "local_shell" | "exec_command" | "container.exec" | "shell_command");
-                        pairing.call(&mut trace, Call { id: call_id()?, name, arguments, line, outcome: None, writes, shell, subagent: false }, file)?;
+                            && matches!(
+                                name.as_str(),
+                                "shell"
+                                    | "local_shell"
+                                    | "exec_command"
+                                    | "container.exec"
+                                    | "shell_command"
+                            );
+                        pairing.call(
+                            &mut trace,
+                            Call {
+                                id: call_id()?,
+                                name,
+                                arguments,
+                                line,
+                                outcome: None,
+                                writes,
+                                shell,
+                                subagent: false,
+                            },
+                            file,
+                        )?;
                     }
-                    ("response_item", "function_call_output" | "custom_tool_call_output" | "local_shell_call_output") => {
+                    (
+                        "response_item",
+                        "function_call_output"
+                        | "custom_tool_call_output"
+                        | "local_shell_call_output",
+                    ) => {
                         let id = call_id()?;
                         let out = p.get("output").unwrap_or(&Value::Null);
                         let (text, flag) = match out {
-                            Value::Object(o) => (text_of(o.get("content").unwrap_or(&Value::Null)), o.get("success").and_then(Value::as_bool).map(|s| !s)),
+                            Value::Object(o) => (
+                                text_of(o.get("content").unwrap_or(&Value::Null)),
+                                o.get("success").and_then(Value::as_bool).map(|s| !s),
+                            ),
                             other => (text_of(other), None),
                         };
                         let (is_error, status_from) = match (exit_codes.get(&id), flag) {
@@ -88,7 +149,17 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                             (None, Some(e)) => (e, StatusFrom::Flag),
                             (None, None) => (false, StatusFrom::Absent),
                         };
-                        pairing.result(&mut trace, &id, Outcome { is_error, status_from, text, line }, file)?;
+                        pairing.result(
+                            &mut trace,
+                            &id,
+                            Outcome {
+                                is_error,
+                                status_from,
+                                text,
+                                line,
+                            },
+                            file,
+                        )?;
                     }
                     ("event_msg", "exec_command_end") => {
                         if let Some(c) = p.get("exit_code").and_then(Value::as_i64) {
@@ -99,34 +170,86 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                 }
             }
             "item.started" | "item.completed" => {
-                let it = v.get("item").ok_or_else(|| err(line, format!("a {kind} event has no item")))?;
-                let id = it.get("id").and_then(Value::as_str).ok_or_else(|| err(line, "an item has no id".into()))?.to_string();
+                let it = v
+                    .get("item")
+                    .ok_or_else(|| err(line, format!("a {kind} event has no item")))?;
+                let id = it
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| err(line, "an item has no id".into()))?
+                    .to_string();
                 let itype = it.get("type").and_then(Value::as_str).unwrap_or("");
                 if itype == "agent_message" {
                     if kind == "item.completed"
                         && let Some(t) = it.get("text").and_then(Value::as_str)
                     {
-                        trace.messages.push(Message { role: Role::Agent, text: t.into(), line });
+                        trace.messages.push(Message {
+                            role: Role::Agent,
+                            text: t.into(),
+                            line,
+                        });
                     }
                     continue;
                 }
-                if !matches!(itype, "command_execution" | "file_change" | "mcp_tool_call" | "web_search") {
+                if !matches!(
+                    itype,
+                    "command_execution" | "file_change" | "mcp_tool_call" | "web_search"
+                ) {
                     continue;
                 }
                 // An item completed without being started is one event: call and result.
-                if kind == "item.started" || !trace.calls.iter().any(|c| c.id == id && c.outcome.is_none()) {
-                    let writes = it.get("changes").and_then(Value::as_array).map(|a| a.iter().filter_map(|c| c.get("path").and_then(Value::as_str).map(str::to_string)).collect()).unwrap_or_default();
-                    pairing.call(&mut trace, Call { id: id.clone(), name: itype.to_string(), arguments: it.clone(), line, outcome: None, writes, shell: itype == "command_execution", subagent: false }, file)?;
+                if kind == "item.started"
+                    || !trace
+                        .calls
+                        .iter()
+                        .any(|c| c.id == id && c.outcome.is_none())
+                {
+                    let writes = it
+                        .get("changes")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|c| {
+                                    c.get("path").and_then(Value::as_str).map(str::to_string)
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    pairing.call(
+                        &mut trace,
+                        Call {
+                            id: id.clone(),
+                            name: itype.to_string(),
+                            arguments: it.clone(),
+                            line,
+                            outcome: None,
+                            writes,
+                            shell: itype == "command_execution",
+                            subagent: false,
+                        },
+                        file,
+                    )?;
                 }
                 if kind == "item.completed" {
                     let status = it.get("status").and_then(Value::as_str);
-                    let (is_error, status_from) = match (it.get("exit_code").and_then(Value::as_i64), status) {
-                        (Some(c), _) => (c != 0, StatusFrom::ExitCode),
-                        (None, Some(s)) => (s != "completed", StatusFrom::Flag),
-                        (None, None) => (false, StatusFrom::Absent),
-                    };
+                    let (is_error, status_from) =
+                        match (it.get("exit_code").and_then(Value::as_i64), status) {
+                            (Some(c), _) => (c != 0, StatusFrom::ExitCode),
+                            (None, Some(s)) => (s != "completed", StatusFrom::Flag),
+                            (None, None) => (false, StatusFrom::Absent),
+                        };
                     let text = it.get("aggregated_output").map(text_of).unwrap_or_default();
-                    pairing.result(&mut trace, &id, Outcome { is_error, status_from, text, line }, file)?;
+                    pairing.result(
+                        &mut trace,
+                        &id,
+                        Outcome {
+                            is_error,
+                            status_from,
+                            text,
+                            line,
+                        },
+                        file,
+                    )?;
                 }
             }
             _ => {}

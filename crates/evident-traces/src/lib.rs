@@ -185,11 +185,7 @@ pub(crate) fn text_of(v: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Array(a) => a
             .iter()
-            .filter_map(|b| {
-                b.get("text")
-                    .and_then(Value::as_str)
-                    .or_else(|| b.as_str())
-            })
+            .filter_map(|b| b.get("text").and_then(Value::as_str).or_else(|| b.as_str()))
             .collect::<Vec<_>>()
             .join("\n"),
         Value::Null => String::new(),

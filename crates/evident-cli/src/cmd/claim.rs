@@ -30,7 +30,9 @@ fn parse_format(s: &str) -> Result<TranscriptFormat, String> {
     match s {
         "claude-code" => Ok(TranscriptFormat::ClaudeCode),
         "codex" => Ok(TranscriptFormat::Codex),
-        other => Err(format!("unknown transcript format {other:?}; expected claude-code or codex")),
+        other => Err(format!(
+            "unknown transcript format {other:?}; expected claude-code or codex"
+        )),
     }
 }
 

@@ -30,7 +30,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let binary = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| anyhow::anyhow!("cannot find the evident binary's path: {e}"))?;
-    let plan = evident_hooks::init::plan(args.agent, &root, &binary).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plan = evident_hooks::init::plan(args.agent, &root, &binary)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     for (path, text) in plan {
         if args.print {
             println!("--- {}\n{text}", path.display());

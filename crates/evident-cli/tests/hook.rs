@@ -1,0 +1,570 @@
+//! `evident hook AGENT`, `evident claim --from` and `evident init`, driven as the
+//! agents drive them: a real git repository in a temporary directory, real pytest, a
+//! transcript in the agent's format, the event JSON on stdin and the agent's
+//! environment (`CLAUDE_PROJECT_DIR`).
+//!
+//! Fixture formats: the Claude Code event fields (`session_id`, `transcript_path`,
+//! `cwd`, `hook_event_name`, `stop_hook_active`, `last_assistant_message`) and
+//! transcript lines (`type: user|assistant`, `message.content` blocks `tool_use` /
+//! `tool_result`) follow Anthropic's Claude Code hooks reference
+//! (code.claude.com/docs/en/hooks); the Codex event and Stop output follow the JSON
+//! schemas in openai/codex `codex-rs/hooks/schema/generated/stop.command.{input,output}.schema.json`;
+//! the Codex rollout lines (`{timestamp, type, payload}` with `response_item` /
+//! `event_msg`) follow the rollout files Codex writes under `~/.codex/sessions`.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(["-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+const CONTRACT: &str = r#"
+[policy]
+id = "calc"
+requires = ["test_run"]
+
+[hook]
+max_refusals = 3
+
+[[check]]
+id = "pytest"
+check_type = "test_run"
+covers = { kind = "code_change" }
+source = { command = { argv = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"], inherit_env = ["PATH", "HOME"], env = { PYTHONDONTWRITEBYTECODE = "1" }, timeout_s = 120 } }
+expected = { exit_code = 0, failed = 0 }
+"#;
+
+struct World {
+    _tmp: tempfile::TempDir,
+    repo: PathBuf,
+    state: PathBuf,
+    transcript: PathBuf,
+}
+
+fn world(contract: &str) -> World {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::create_dir_all(repo.join(".evident")).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    std::fs::write(
+        repo.join("tests/test_calc.py"),
+        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("conftest.py"), "").unwrap();
+    std::fs::write(repo.join(".gitignore"), "__pycache__/\n").unwrap();
+    std::fs::write(repo.join(".evident/contract.toml"), contract).unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "start"]);
+    let repo = repo.canonicalize().unwrap();
+    World {
+        state: tmp.path().join("state"),
+        transcript: tmp.path().join("transcript.jsonl"),
+        _tmp: tmp,
+        repo,
+    }
+}
+
+/// A Claude Code transcript: the user's request, an Edit of `file` and its result,
+/// and the agent's last words.
+fn claude_transcript(w: &World, file: &str, last: &str) {
+    let lines = [
+        json!({"type": "user", "sessionId": "s1", "message": {"role": "user", "content": "Fix add() in calc.py"}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "Edit", "input": {"file_path": w.repo.join(file), "old_string": "a - b", "new_string": "a + b"}}
+        ]}}),
+        json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok", "is_error": false}
+        ]}, "toolUseResult": {"filePath": w.repo.join(file)}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": last}]}}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&w.transcript, text.join("\n") + "\n").unwrap();
+}
+
+fn event(w: &World, name: &str, active: bool) -> Value {
+    json!({
+        "session_id": "s1",
+        "transcript_path": w.transcript,
+        "cwd": w.repo,
+        "permission_mode": "default",
+        "hook_event_name": name,
+        "stop_hook_active": active,
+        "last_assistant_message": "Fixed add(); all tests pass.",
+    })
+}
+
+fn hook(w: &World, agent: &str, ev: &Value) -> (Value, String) {
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args(["hook", agent, "--state-dir"])
+        .arg(&w.state)
+        .env("CLAUDE_PROJECT_DIR", &w.repo)
+        .env_remove("EVIDENT_LEDGER")
+        .write_stdin(ev.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = if stdout.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    (v, stderr)
+}
+
+fn refused(v: &Value) -> &str {
+    assert_eq!(v["decision"], "block", "{v}");
+    v["reason"].as_str().unwrap()
+}
+
+fn allowed(v: &Value) {
+    assert!(v.get("decision").is_none(), "{v}");
+}
+
+fn start(w: &World, agent: &str) {
+    let (v, err) = hook(w, agent, &event(w, "SessionStart", false));
+    assert_eq!(v, Value::Null, "{err}");
+    assert!(err.contains("session baseline"), "{err}");
+}
+
+#[test]
+fn claude_code_failing_test_refused_then_the_fix_allowed_and_reused() {
+    let w = world(CONTRACT);
+    start(&w, "claude-code");
+    // A wrong fix: the test fails.
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a * b\n").unwrap();
+    claude_transcript(&w, "calc.py", "Fixed add(); all tests pass.");
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    let reason = refused(&v);
+    assert!(reason.contains("check \"pytest\""), "{reason}");
+    assert!(
+        reason.contains("exit_code expected 0 but observed 1"),
+        "{reason}"
+    );
+    // The agent's fix is allowed on the next stop.
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    let (v, err) = hook(&w, "claude-code", &event(&w, "Stop", true));
+    allowed(&v);
+    assert!(
+        v["systemMessage"].as_str().unwrap().contains("verified"),
+        "{v} {err}"
+    );
+    assert!(err.contains("recorded #"), "{err}");
+    // Nothing changed since: the decision is reused, nothing rerun.
+    let (v, err) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    allowed(&v);
+    assert!(err.contains("reused"), "{err}");
+}
+
+#[test]
+fn loop_guard_lets_the_third_refusal_through_and_stop_hook_active_alone_never_does() {
+    let w = world(CONTRACT);
+    start(&w, "claude-code");
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return 0\n").unwrap();
+    claude_transcript(&w, "calc.py", "done");
+    // stop_hook_active = true from the first stop on: still refused.
+    for _ in 0..2 {
+        let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", true));
+        refused(&v);
+    }
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", true));
+    allowed(&v);
+    let m = v["systemMessage"].as_str().unwrap();
+    assert!(m.contains("NOT verified") && m.contains("3 times"), "{m}");
+}
+
+#[test]
+fn a_contract_edited_in_the_tree_refuses_the_stop() {
+    let w = world(CONTRACT);
+    start(&w, "claude-code");
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a * b\n").unwrap();
+    // The attack: weaken the contract in the working tree (tests no longer required).
+    std::fs::write(
+        w.repo.join(".evident/contract.toml"),
+        CONTRACT.replace("python3\", \"-m\", \"pytest\", \"-q\"", "true\", \"-q\""),
+    )
+    .unwrap();
+    claude_transcript(&w, "calc.py", "done");
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    assert!(refused(&v).contains("differs from the baseline"), "{v}");
+    // Honest twin: restored contract, real fix → verified.
+    std::fs::write(w.repo.join(".evident/contract.toml"), CONTRACT).unwrap();
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    allowed(&v);
+}
+
+#[test]
+fn a_contract_committed_during_the_session_is_still_read_at_the_baseline() {
+    let w = world(CONTRACT);
+    start(&w, "claude-code");
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a * b\n").unwrap();
+    std::fs::write(
+        w.repo.join(".evident/contract.toml"),
+        CONTRACT.replace(
+            "[\"python3\", \"-m\", \"pytest\", \"-q\", \"-p\", \"no:cacheprovider\"]",
+            "[\"true\"]",
+        ),
+    )
+    .unwrap();
+    git(&w.repo, &["commit", "-qam", "weaken"]);
+    claude_transcript(&w, "calc.py", "done");
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    assert!(refused(&v).contains("differs from the baseline"), "{v}");
+}
+
+#[test]
+fn git_config_programs_never_run_and_core_worktree_is_refused() {
+    let w = world(CONTRACT);
+    start(&w, "claude-code");
+    let canary = w.repo.parent().unwrap().join("canary");
+    // The attack: a clean filter (git status would run it) and an fsmonitor.
+    git(
+        &w.repo,
+        &[
+            "config",
+            "filter.x.clean",
+            &format!("touch {}", canary.display()),
+        ],
+    );
+    git(
+        &w.repo,
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}", canary.display()),
+        ],
+    );
+    std::fs::write(w.repo.join(".gitattributes"), "* filter=x\n").unwrap();
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    claude_transcript(&w, "calc.py", "done");
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    assert!(!canary.exists(), "a program from .git/config ran");
+    allowed(&v); // honest twin: the fix itself verifies with that config present
+    // core.worktree cannot be neutralised: refused, never a crash.
+    git(&w.repo, &["config", "core.worktree", "/tmp"]);
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    assert!(refused(&v).contains("core.worktree"), "{v}");
+}
+
+#[test]
+fn a_forged_state_entry_is_refused() {
+    let w = world(CONTRACT);
+    start(&w, "claude-code");
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a * b\n").unwrap();
+    claude_transcript(&w, "calc.py", "done");
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    refused(&v);
+    // The attack: commit the broken change and move the session's baseline to it
+    // (so "nothing changed"), zero the refusals and forge a verified decision.
+    git(&w.repo, &["commit", "-qam", "wip"]);
+    let head = git(&w.repo, &["rev-parse", "HEAD"]);
+    let sessions = w.state.join("sessions");
+    let file = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    doc["session"]["baseline"] = json!(head);
+    doc["session"]["refusals"] = json!(0);
+    doc["session"]["last"]["state"] = json!("verified");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    assert!(refused(&v).contains("MAC"), "{v}");
+    // Deleting the entry is no escape either: the baseline falls back to the
+    // merge-base with the default branch, and the change is still there… committed
+    // on main itself, so the merge-base is HEAD; the checks still run and fail.
+    std::fs::remove_file(&file).unwrap();
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    refused(&v);
+}
+
+#[test]
+fn a_lying_transcript_is_a_finding_and_does_not_decide() {
+    let w = world(CONTRACT);
+    start(&w, "claude-code");
+    // The transcript claims an edit of calc.py; git shows only other.py changed.
+    std::fs::write(w.repo.join("other.py"), "x = 1\n").unwrap();
+    claude_transcript(&w, "calc.py", "Fixed add(); all tests pass.");
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args(["claim", "--from", "claude-code"])
+        .arg(&w.transcript)
+        .arg("--repo")
+        .arg(&w.repo)
+        .args(["--base", "HEAD"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let claim: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(claim["task"]["description"], "Fix add() in calc.py");
+    assert_eq!(claim["claimed_outcome"], "Fixed add(); all tests pass.");
+    let targets: Vec<&str> = claim["mutations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(targets, ["other.py"]);
+    let findings = claim["x_observed"]["findings"].to_string();
+    assert!(
+        findings.contains("write to calc.py") && findings.contains("lost or reverted"),
+        "{findings}"
+    );
+    assert!(findings.contains("other.py changed"), "{findings}");
+    // The hook refuses: the test still fails whatever the transcript says.
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    let reason = refused(&v);
+    assert!(reason.contains("lost or reverted"), "{reason}");
+    // Honest twin: the edit really made, the transcript agrees → no finding, verified.
+    std::fs::remove_file(w.repo.join("other.py")).unwrap();
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    let (v, err) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    allowed(&v);
+    assert!(!err.contains("finding"), "{err}");
+}
+
+#[test]
+fn internal_errors_refuse_and_never_crash() {
+    let w = world(CONTRACT);
+    // Not JSON on stdin.
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args(["hook", "claude-code", "--state-dir"])
+        .arg(&w.state)
+        .write_stdin("not json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(refused(&v).contains("not JSON"), "{v}");
+    // Not a repository.
+    let mut ev = event(&w, "Stop", false);
+    ev["cwd"] = json!(w.state.parent().unwrap());
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args(["hook", "codex", "--state-dir"])
+        .arg(&w.state)
+        .write_stdin(ev.to_string())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(refused(&v).contains("could not check this stop"), "{v}");
+    // No contract at the baseline.
+    let w2 = world(CONTRACT);
+    git(&w2.repo, &["rm", "-q", ".evident/contract.toml"]);
+    git(&w2.repo, &["commit", "-qm", "no contract"]);
+    let (v, _) = hook(&w2, "claude-code", &event(&w2, "Stop", false));
+    assert!(refused(&v).contains("evident init"), "{v}");
+    // A state directory inside the working tree is refused.
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args(["hook", "claude-code", "--state-dir"])
+        .arg(w.repo.join(".state"))
+        .write_stdin(event(&w, "Stop", false).to_string())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(refused(&v).contains("inside the repository"), "{v}");
+}
+
+#[test]
+fn nothing_changed_still_runs_the_checks_unless_the_contract_allows() {
+    let w = world(CONTRACT);
+    start(&w, "claude-code");
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    refused(&v); // no mutation: a "fixed it" with no change is a false done
+    let w = world(&CONTRACT.replace("[hook]\n", "[hook]\nno_change = \"allow\"\n"));
+    start(&w, "claude-code");
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    allowed(&v);
+}
+
+/// The keys Codex's Stop output schema allows (additionalProperties: false).
+fn codex_valid(v: &Value) {
+    let allowed = [
+        "continue",
+        "decision",
+        "reason",
+        "stopReason",
+        "suppressOutput",
+        "systemMessage",
+    ];
+    for k in v.as_object().unwrap().keys() {
+        assert!(
+            allowed.contains(&k.as_str()),
+            "key {k} not in Codex's Stop output schema"
+        );
+    }
+    if v.get("decision").is_some() {
+        assert_eq!(v["decision"], "block");
+        assert!(v["reason"].as_str().is_some_and(|r| !r.trim().is_empty()));
+    }
+    for k in ["systemMessage", "stopReason", "reason"] {
+        assert!(v.get(k).is_none_or(|x| x.is_string() || x.is_null()));
+    }
+}
+
+/// A Codex rollout: session meta, the user's message, an apply_patch call and its
+/// output, the agent's last message.
+fn codex_rollout(w: &World) {
+    let patch = "*** Begin Patch\n*** Update File: calc.py\n@@\n-    return a - b\n+    return a + b\n*** End Patch\n";
+    let lines = [
+        json!({"timestamp": "2026-12-01T10:00:00Z", "type": "session_meta", "payload": {"id": "s1", "cwd": w.repo}}),
+        json!({"timestamp": "2026-12-01T10:00:01Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>...</environment_context>"}]}}),
+        json!({"timestamp": "2026-12-01T10:00:01Z", "type": "event_msg", "payload": {"type": "user_message", "message": "Fix add() in calc.py"}}),
+        json!({"timestamp": "2026-12-01T10:00:02Z", "type": "response_item", "payload": {"type": "custom_tool_call", "name": "apply_patch", "call_id": "call_1", "input": patch, "status": "completed"}}),
+        json!({"timestamp": "2026-12-01T10:00:03Z", "type": "response_item", "payload": {"type": "custom_tool_call_output", "call_id": "call_1", "output": "Success. Updated the following files:\nM calc.py\n"}}),
+        json!({"timestamp": "2026-12-01T10:00:04Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Fixed add()."}]}}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&w.transcript, text.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn codex_answers_only_in_its_closed_schema() {
+    let w = world(CONTRACT);
+    let mut ev = event(&w, "SessionStart", false);
+    ev["model"] = json!("gpt-5-codex");
+    ev["source"] = json!("startup");
+    hook(&w, "codex", &ev);
+    codex_rollout(&w);
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a * b\n").unwrap();
+    let mut stop = event(&w, "Stop", false);
+    stop["turn_id"] = json!("t1");
+    stop["model"] = json!("gpt-5-codex");
+    let (v, _) = hook(&w, "codex", &stop);
+    codex_valid(&v);
+    assert!(refused(&v).contains("pytest"));
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    let (v, err) = hook(&w, "codex", &stop);
+    codex_valid(&v);
+    allowed(&v);
+    assert!(
+        !err.contains("finding"),
+        "the rollout's patch names calc.py: {err}"
+    );
+}
+
+#[test]
+fn cursor_gemini_and_copilot_refuse_in_their_own_words() {
+    for (agent, name) in [
+        ("cursor", "stop"),
+        ("gemini", "AfterAgent"),
+        ("copilot", "agentStop"),
+    ] {
+        let w = world(CONTRACT);
+        std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a * b\n").unwrap();
+        let mut ev = event(&w, name, false);
+        if agent == "cursor" {
+            ev = json!({"conversation_id": "c1", "generation_id": "g1", "hook_event_name": "stop", "status": "completed", "loop_count": 0, "workspace_roots": [w.repo]});
+        }
+        let (v, _) = hook(&w, agent, &ev);
+        match agent {
+            "cursor" => assert!(
+                v["followup_message"].as_str().unwrap().contains("pytest"),
+                "{v}"
+            ),
+            "gemini" => assert_eq!(v["decision"], "deny", "{v}"),
+            _ => assert_eq!(v["decision"], "block", "{v}"),
+        }
+    }
+}
+
+#[test]
+fn init_writes_a_detected_contract_and_merges_settings_idempotently() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path();
+    std::fs::write(repo.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+    std::fs::write(repo.join("go.mod"), "module x\n").unwrap();
+    std::fs::write(
+        repo.join("package.json"),
+        r#"{"scripts": {"test": "jest"}}"#,
+    )
+    .unwrap();
+    std::fs::write(repo.join("pyproject.toml"), "[tool.pytest.ini_options]\n").unwrap();
+    std::fs::create_dir_all(repo.join(".claude")).unwrap();
+    let other = json!({"permissions": {"allow": ["Bash(ls)"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}], "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit"}]}]}});
+    std::fs::write(repo.join(".claude/settings.json"), other.to_string()).unwrap();
+    let init = || {
+        Command::cargo_bin("evident")
+            .unwrap()
+            .args(["init", "claude-code", "--repo"])
+            .arg(repo)
+            .assert()
+            .success();
+        std::fs::read_to_string(repo.join(".claude/settings.json")).unwrap()
+    };
+    let first = init();
+    let second = init();
+    assert_eq!(first, second, "init twice changes nothing");
+    let s: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(s["permissions"], other["permissions"]);
+    assert_eq!(s["hooks"]["PreToolUse"], other["hooks"]["PreToolUse"]);
+    let stop = s["hooks"]["Stop"].as_array().unwrap();
+    assert_eq!(stop.len(), 2, "{first}");
+    assert_eq!(stop[0]["hooks"][0]["command"], "say done");
+    let cmd = stop[1]["hooks"][0]["command"].as_str().unwrap();
+    assert!(
+        cmd.starts_with('/') && cmd.ends_with("hook claude-code --timeout 540"),
+        "{cmd}"
+    );
+    assert!(stop[1]["hooks"][0]["timeout"].as_u64().unwrap() > 540);
+    assert!(s["hooks"]["SessionStart"].is_array() && s["hooks"]["SubagentStop"].is_array());
+    let contract = std::fs::read_to_string(repo.join(".evident/contract.toml")).unwrap();
+    for id in ["cargo-test", "pytest", "npm-test", "go-test"] {
+        assert!(contract.contains(&format!("id = \"{id}\"")), "{contract}");
+    }
+    Command::cargo_bin("evident")
+        .unwrap()
+        .args(["contract", "check"])
+        .arg(repo.join(".evident/contract.toml"))
+        .assert()
+        .success();
+    // The hook itself reads it (its [hook] table split off) — a Codex init too.
+    Command::cargo_bin("evident")
+        .unwrap()
+        .args(["init", "codex", "--repo"])
+        .arg(repo)
+        .assert()
+        .success();
+    let codex: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join(".codex/hooks.json")).unwrap())
+            .unwrap();
+    assert!(
+        codex["hooks"]["Stop"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .contains("hook codex")
+    );
+    // --print writes nothing.
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args(["init", "cursor", "--print", "--repo"])
+        .arg(repo)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("followup")
+            || String::from_utf8_lossy(&out.stdout).contains("hook cursor")
+    );
+    assert!(!repo.join(".cursor").exists());
+}
