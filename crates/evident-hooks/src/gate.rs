@@ -2,6 +2,7 @@
 //! shared pipeline is a change here only).
 
 use std::path::{Path, PathBuf};
+
 use std::time::Duration;
 
 use evident_format::{Claim, OnUnverified};
@@ -27,9 +28,11 @@ pub struct Decision {
     pub record: Option<String>,
 }
 
-/// Run `contract` against the work tree at `root` for `claim`, decide, and record.
+/// Run `contract` against the work tree at `root` for `claim`, decide, and record,
+/// through the shared pipeline (`evident_pipeline::gate`, as `evident gate` does).
 pub fn decide(
     contract: &ContractDocument,
+    contract_name: &str,
     claim: Value,
     root: &Path,
     opts: &Options,
@@ -40,55 +43,36 @@ pub fn decide(
         Some(p) => Some(evident_ledger::sign::Key::load(p).map_err(|e| e.to_string())?),
         None => None,
     };
-    let trust = if contract.contract.trust.is_empty() {
-        None
-    } else {
-        let value = serde_json::json!({ "verifiers": contract.contract.trust });
-        Some(
-            evident_ledger::sign::TrustList::from_value(&value)
-                .map_err(|e| format!("contract trust list: {e}"))?,
-        )
-    };
     let settings = evident_gate::Settings {
         jobs: opts.jobs.max(1),
         deadline: opts.deadline,
         context: evident_probes::Context::from_process(root),
-        verifier_id: key
-            .as_ref()
-            .map_or_else(evident_gate::verifier_id, |k| k.id().to_string()),
+        verifier_id: evident_gate::verifier_id(),
         progress: None,
         only: None,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let authenticate = |item: &Value| {
-        trust
-            .as_ref()
-            .is_some_and(|t| evident_ledger::sign::authenticate(item, t).is_ok())
-    };
-    let sign = |item: &Value| {
-        key.as_ref()
-            .and_then(|k| evident_ledger::sign::sign_evidence(item, k).ok())
-    };
-    let mut outcome = runtime.block_on(evident_gate::run::run(
-        &contract.contract,
+    let decision = evident_pipeline::gate(evident_pipeline::GateRequest {
+        contract,
+        contract_name: contract_name.to_string(),
         claim,
-        &settings,
-        &authenticate,
-        &sign,
-    ));
-    let mut explanation = outcome.verdict.reason.clone();
-    for run in &outcome.runs {
-        let finding = outcome
+        settings,
+        key: key.as_ref(),
+        key_path: opts.key.as_deref(),
+        recording: evident_pipeline::record::Recording {
+            off: opts.no_record,
+            ledger: Some(opts.ledger.clone()),
+            checkpoint: None,
+        },
+    })
+    .map_err(|e| e.to_string())?;
+    let mut explanation = decision.verdict.reason.clone();
+    for run in &decision.runs {
+        let finding = decision
             .verdict
             .findings
             .iter()
             .find(|f| f.evidence == run.evidence);
-        let ok = finding.is_some_and(|f| f.code == Code::Satisfies);
-        if ok {
+        if finding.is_some_and(|f| f.code == Code::Satisfies) {
             continue;
         }
         let observed = match &run.error {
@@ -104,38 +88,14 @@ pub fn decide(
             finding.map_or(String::new(), |f| format!(" ({})", f.detail)),
         ));
     }
-    let record = if opts.no_record {
-        None
-    } else {
-        let ledger = evident_ledger::open(Some(&opts.ledger)).map_err(|e| e.to_string())?;
-        let mut doc = std::mem::take(&mut outcome.document);
-        if let Some(o) = doc.as_object_mut() {
-            o.remove("verdict");
-        }
-        let task_id = doc
-            .pointer("/task/id")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let r = ledger
-            .append_signed(
-                evident_ledger::NewEntry {
-                    kind: "hook".into(),
-                    task_id,
-                    state: outcome.verdict.state.as_str().to_string(),
-                    claim: doc,
-                    contract: Some(contract.raw.clone()),
-                    verdict: serde_json::to_value(&outcome.verdict).map_err(|e| e.to_string())?,
-                },
-                key.as_ref(),
-            )
-            .map_err(|e| format!("the decision could not be recorded: {e}"))?;
-        Some(format!("#{} in {} ({})", r.id, ledger.location(), r.hash))
-    };
     Ok(Decision {
-        state: outcome.verdict.state,
-        on_unverified: outcome.on_unverified,
+        state: decision.verdict.state,
+        on_unverified: decision.on_unverified,
         explanation,
-        record,
+        record: decision
+            .record
+            .as_ref()
+            .map(|r| format!("#{} in {} ({})", r.id, r.location, r.hash)),
     })
 }
 

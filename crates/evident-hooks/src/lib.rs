@@ -440,6 +440,7 @@ fn stop(
     };
     let decision = gate::decide(
         &contract,
+        &contract_name,
         built.claim,
         &top,
         &gate::Options {

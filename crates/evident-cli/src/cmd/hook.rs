@@ -72,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let env = |k: &str| std::env::var(k).ok();
     let (out, log) = evident_hooks::run(args.agent, &stdin, &opts, &env);
     for l in log {
-        eprintln!("{}", crate::report::shown(&l));
+        eprintln!("{}", evident_pipeline::render::shown(&l));
     }
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(out.as_bytes());
