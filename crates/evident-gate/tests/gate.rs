@@ -703,10 +703,9 @@ async fn pytest_runs_for_real() {
         .map(|s| !s.success())
         .unwrap_or(true)
     {
-        assert!(
-            !cfg!(evident_services),
-            "pytest is not installed (.ci/run installs it)"
-        );
+        if cfg!(evident_services) {
+            panic!("pytest is not installed (.ci/run installs it)");
+        }
         eprintln!("skipped: pytest is not installed (.ci/run installs it)");
         return;
     }

@@ -535,10 +535,9 @@ pub(crate) fn pytest_missing() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        assert!(
-            !cfg!(evident_services),
-            "pytest is not installed (.ci/run installs it)"
-        );
+        if cfg!(evident_services) {
+            panic!("pytest is not installed (.ci/run installs it)");
+        }
         eprintln!(
             "SKIP: pytest is not installed (python3 -m pip install pytest; .ci/run installs it)"
         );
