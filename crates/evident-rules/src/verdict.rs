@@ -547,7 +547,14 @@ fn first_cause(
             "nothing independent, fresh and matching covers mutation {id:?}{what}: a check must observe it after it was made"
         );
     }
-    format!("no fresh, independent {first} evidence satisfies its expectation")
+    // A required check type: say why the nearest item of that type did not count.
+    match findings.iter().find(|f| f.check_type == *first) {
+        Some(f) => format!(
+            "no fresh, independent {first} evidence satisfies its expectation: evidence[{}] is {} ({})",
+            f.evidence, f.code, f.detail
+        ),
+        None => format!("no {first} evidence was given, and the policy requires one"),
+    }
 }
 
 /// The first path, among the keys `expected` names, where `before` and `after`
