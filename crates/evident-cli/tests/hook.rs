@@ -144,6 +144,10 @@ fn start(w: &World, agent: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn claude_code_failing_test_refused_then_the_fix_allowed_and_reused() {
     let w = world(CONTRACT);
     start(&w, "claude-code");
@@ -173,6 +177,10 @@ fn claude_code_failing_test_refused_then_the_fix_allowed_and_reused() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn loop_guard_lets_the_third_refusal_through_and_stop_hook_active_alone_never_does() {
     let w = world(CONTRACT);
     start(&w, "claude-code");
@@ -190,6 +198,10 @@ fn loop_guard_lets_the_third_refusal_through_and_stop_hook_active_alone_never_do
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn a_contract_edited_in_the_tree_refuses_the_stop() {
     let w = world(CONTRACT);
     start(&w, "claude-code");
@@ -230,6 +242,10 @@ fn a_contract_committed_during_the_session_is_still_read_at_the_baseline() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn git_config_programs_never_run_and_core_worktree_is_refused() {
     let w = world(CONTRACT);
     start(&w, "claude-code");
@@ -264,6 +280,10 @@ fn git_config_programs_never_run_and_core_worktree_is_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn a_forged_state_entry_is_refused() {
     let w = world(CONTRACT);
     start(&w, "claude-code");
@@ -298,6 +318,10 @@ fn a_forged_state_entry_is_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn a_lying_transcript_is_a_finding_and_does_not_decide() {
     let w = world(CONTRACT);
     start(&w, "claude-code");
@@ -440,6 +464,10 @@ fn codex_rollout(w: &World) {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn codex_answers_only_in_its_closed_schema() {
     let w = world(CONTRACT);
     let mut ev = event(&w, "SessionStart", false);
@@ -465,6 +493,10 @@ fn codex_answers_only_in_its_closed_schema() {
 }
 
 #[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
 fn cursor_gemini_and_copilot_refuse_in_their_own_words() {
     for (agent, name) in [
         ("cursor", "stop"),
