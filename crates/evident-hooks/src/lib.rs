@@ -473,7 +473,17 @@ fn stop(
     text.push_str(
         "\nMake every check pass (do not edit the tests or the contract), then stop again.",
     );
-    let after_tree_hash = runtime.block_on(w.changes(&base)).ok().map(|c| c.tree_hash);
+    // Only commands write into the tree while the gate runs.
+    let ran_commands = contract
+        .contract
+        .checks
+        .iter()
+        .any(|c| matches!(c.source, evident_probes::Source::Command(_)));
+    let after_tree_hash = if ran_commands {
+        runtime.block_on(w.changes(&base)).ok().map(|c| c.tree_hash)
+    } else {
+        None
+    };
     session.last = Some(state::LastDecision {
         tree_hash: built.changes.tree_hash.clone(),
         after_tree_hash,
