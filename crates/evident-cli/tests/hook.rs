@@ -600,3 +600,64 @@ fn init_writes_a_detected_contract_and_merges_settings_idempotently() {
     );
     assert!(!repo.join(".cursor").exists());
 }
+
+#[test]
+fn adapt_and_eval_read_claude_code_and_codex_logs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reqs = tmp.path().join("reqs.json");
+    std::fs::write(
+        &reqs,
+        r#"[{"action": "update_zip", "evidence_fields": ["zip"]}]"#,
+    )
+    .unwrap();
+    let claude = tmp.path().join("claude.jsonl");
+    let lines = [
+        json!({"type": "user", "message": {"role": "user", "content": "Update the zip"}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "update_zip", "input": {"zip": "94107"}}]}}),
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "{\"zip\": \"94107\"}", "is_error": true}]}}),
+    ];
+    std::fs::write(&claude, lines.map(|l| l.to_string()).join("\n")).unwrap();
+    let adapt = |fmt: &str, file: &Path, claimed: Option<&str>| {
+        let mut c = Command::cargo_bin("evident").unwrap();
+        c.args(["adapt", fmt])
+            .arg(file)
+            .arg(&reqs)
+            .args(["--source-ref", "run-1"]);
+        if let Some(x) = claimed {
+            c.args(["--claimed", x]);
+        }
+        c.output().unwrap()
+    };
+    // A failed call is not a success, and the arguments never become evidence.
+    let out = adapt("claude-code", &claude, Some("true"));
+    assert!(out.status.success(), "{out:?}");
+    let case: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(case["task"], "Update the zip");
+    assert_eq!(case["events"][0]["success"], false);
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args(["eval", "--adapter", "claude-code", "--requirements"])
+        .arg(&reqs)
+        .args(["--claimed", "true"])
+        .arg(&claude)
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("VERIFIED_COMPLETE"),
+        "{out:?}"
+    );
+    // Whether the agent claimed completion is never read from its words.
+    assert_eq!(adapt("claude-code", &claude, None).status.code(), Some(2));
+    // Codex exec --json: an item started and never completed is unfinished.
+    let codex = tmp.path().join("codex.jsonl");
+    let lines = [
+        json!({"type": "item.started", "item": {"id": "i1", "type": "command_execution", "command": "update_zip"}}),
+        json!({"type": "item.completed", "item": {"id": "i2", "type": "agent_message", "text": "Done"}}),
+    ];
+    std::fs::write(&codex, lines.map(|l| l.to_string()).join("\n")).unwrap();
+    let out = adapt("codex", &codex, Some("true"));
+    assert!(out.status.success(), "{out:?}");
+    let case: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(case["events"][0]["unfinished"], true);
+    assert_eq!(case["events"][0]["success"], false);
+}

@@ -261,11 +261,44 @@ fn object_form_works_with_every_adapter() {
                 r#"{{{head},"messages":[{{"role":"assistant","tool_calls":[{{"id":"1","type":"function","function":{{"name":"a","arguments":"{{\"to\":\"x@example.com\"}}"}}}}]}},{{"role":"tool","tool_call_id":"1","content":"ok"}},{{"role":"assistant","tool_calls":[{{"id":"1","type":"function","function":{{"name":"b","arguments":"{{}}"}}}}]}},{{"role":"tool","tool_call_id":"1","content":"ok"}}]}}"#
             ),
         ),
+        (
+            Format::ClaudeCode,
+            [
+                r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"u","name":"a","input":{"to":"x@example.com"}}]}}"#,
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"u","content":"ok"}]}}"#,
+            ]
+            .join("\n"),
+            [
+                r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"u","name":"a","input":{"to":"x@example.com"}},{"type":"tool_use","id":"v","name":"b","input":{}}]}}"#,
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"u","content":"ok"},{"type":"tool_result","tool_use_id":"v","content":"ok"}]}}"#,
+            ]
+            .join("\n"),
+        ),
+        (
+            Format::Codex,
+            [
+                r#"{"type":"response_item","payload":{"type":"function_call","call_id":"c","name":"a","arguments":"{\"to\":\"x@example.com\"}"}}"#,
+                r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"ok"}}"#,
+            ]
+            .join("\n"),
+            [
+                r#"{"type":"response_item","payload":{"type":"function_call","call_id":"c","name":"a","arguments":"{\"to\":\"x@example.com\"}"}}"#,
+                r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"ok"}}"#,
+                r#"{"type":"response_item","payload":{"type":"function_call","call_id":"d","name":"b","arguments":"{}"}}"#,
+                r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"d","output":"ok"}}"#,
+            ]
+            .join("\n"),
+        ),
     ];
     assert_eq!(traces.len(), Format::ALL.len());
     for (format, good, extra) in traces {
+        // The agent-native JSONL logs do not record the completion claim.
+        let opts = adapt::AdaptOptions {
+            claimed: format.is_jsonl().then_some(true),
+            ..Default::default()
+        };
         for (trace, want) in [(good, "VERIFIED_COMPLETE"), (extra, "FAILED")] {
-            let env = adapt::adapt_bytes(format, trace.as_bytes(), spec.clone(), "r")
+            let env = adapt::adapt_bytes_with(format, trace.as_bytes(), spec.clone(), "r", &opts)
                 .unwrap_or_else(|e| panic!("{}: {e}", format.name()));
             let r = one(env.case_value());
             assert_eq!(r["status"], want, "{}: {r}", format.name());

@@ -10,7 +10,9 @@ use evident_eval::run::{AdaptRequest, adapt};
 ///
 /// Formats: generic, openai (the peer's), anthropic (Messages API), openai-responses
 /// (Responses API items), mcp (JSON-RPC tools/call log), otel (OTLP/JSON GenAI spans),
-/// openai-chat (Chat Completions message lists).
+/// openai-chat (Chat Completions message lists), claude-code (session transcript or
+/// stream-json JSONL; needs --claimed), codex (rollout or `codex exec --json` JSONL; needs
+/// --claimed).
 /// See docs/eval.md for each format and its success rule.
 #[derive(clap::Args)]
 pub struct Args {
@@ -34,7 +36,7 @@ pub struct Args {
     /// (repeatable; without it every result is a success).
     #[arg(long, value_name = "TEXT", value_parser = super::eval::error_prefix)]
     pub error_prefix: Vec<String>,
-    /// openai-chat: whether the agent claimed completion, when the trace does not record
+    /// openai-chat, claude-code, codex: whether the agent claimed completion, when the trace does not record
     /// it (never read from the agent's words).
     #[arg(long, value_name = "true|false")]
     pub claimed: Option<bool>,

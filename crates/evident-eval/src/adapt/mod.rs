@@ -33,10 +33,14 @@ pub enum Format {
     Mcp,
     Otel,
     OpenAiChat,
+    /// Claude Code session transcript JSONL or `claude -p --output-format stream-json`.
+    ClaudeCode,
+    /// Codex rollout JSONL or `codex exec --json`.
+    Codex,
 }
 
 impl Format {
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 9] = [
         Format::Generic,
         Format::OpenAi,
         Format::Anthropic,
@@ -44,7 +48,14 @@ impl Format {
         Format::Mcp,
         Format::Otel,
         Format::OpenAiChat,
+        Format::ClaudeCode,
+        Format::Codex,
     ];
+
+    /// Read as JSONL by `evident_traces` (one JSON object a line), not one document.
+    pub fn is_jsonl(self) -> bool {
+        matches!(self, Format::ClaudeCode | Format::Codex)
+    }
 
     /// Seed 001's own formats: a call that never gets a result is an error there (as
     /// the peer behaves); in agent-native logs it is an unfinished call.
@@ -62,6 +73,8 @@ impl Format {
             Format::Mcp => "mcp",
             Format::Otel => "otel",
             Format::OpenAiChat => "openai-chat",
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
         }
     }
 
@@ -79,6 +92,8 @@ impl Format {
             Format::Mcp => ("mcp-jsonrpc@1", "mcp-jsonrpc"),
             Format::Otel => ("otlp-genai@1", "otlp-genai"),
             Format::OpenAiChat => ("openai-chat@1", "openai-chat-messages"),
+            Format::ClaudeCode => ("claude-code-jsonl@1", "claude-code-jsonl"),
+            Format::Codex => ("codex-jsonl@1", "codex-jsonl"),
         }
     }
 
@@ -92,6 +107,7 @@ impl Format {
             Format::Mcp => "messages",
             Format::Otel => "resourceSpans",
             Format::OpenAiChat => "messages",
+            Format::ClaudeCode | Format::Codex => "lines",
         }
     }
 }
@@ -436,6 +452,12 @@ pub fn adapt_with(
     if py_blank(source_ref) {
         return err("--source-ref must be a non-empty string");
     }
+    if format.is_jsonl() {
+        return err(format!(
+            "the {} format is JSONL: adapt its bytes (adapt_bytes)",
+            format.name()
+        ));
+    }
     if format != Format::OpenAiChat && (!opts.error_prefixes.is_empty() || opts.claimed.is_some()) {
         return err(format!(
             "--error-prefix and --claimed apply to the openai-chat format only ({} records success and the claim itself)",
@@ -452,7 +474,9 @@ pub fn adapt_with(
             Format::Anthropic => anthropic::events(w.payload)?,
             Format::OpenAiResponses => responses::events(w.payload)?,
             Format::Mcp => mcp::events(w.payload)?,
-            Format::Otel | Format::OpenAiChat => otel::events(w.payload)?,
+            Format::Otel | Format::OpenAiChat | Format::ClaudeCode | Format::Codex => {
+                otel::events(w.payload)?
+            }
         };
         (w.trace_id, w.task, w.completion_claimed, events)
     };
@@ -497,8 +521,82 @@ pub fn adapt_bytes_with(
     source_ref: &str,
     opts: &AdaptOptions,
 ) -> Result<Envelope, AdaptError> {
+    if format.is_jsonl() {
+        return adapt_jsonl(format, trace, requirements.into(), source_ref, opts);
+    }
     let raw = pyjson::parse_strict(trace).map_err(AdaptError)?;
     adapt_with(format, &raw, requirements, source_ref, opts)
+}
+
+/// Agent-native JSONL logs through `evident_traces`: each tool call is an event named
+/// after the tool, its success the log's error status (a call with no result is
+/// unfinished, never a success), its evidence the result text when that is a JSON
+/// object (never the arguments). The log records neither a trace id nor whether the
+/// agent claimed completion: the id is `--source-ref`, the claim `--claimed`.
+fn adapt_jsonl(
+    format: Format,
+    trace: &[u8],
+    requirements: Requirements,
+    source_ref: &str,
+    opts: &AdaptOptions,
+) -> Result<Envelope, AdaptError> {
+    use sha2::Digest;
+    if py_blank(source_ref) {
+        return err("--source-ref must be a non-empty string");
+    }
+    if !opts.error_prefixes.is_empty() {
+        return err(format!(
+            "--error-prefix applies to the openai-chat format only ({} records each result's status)",
+            format.name()
+        ));
+    }
+    let Some(completion_claimed) = opts.claimed else {
+        return err(format!(
+            "the {} format does not record whether the agent claimed completion; hint: pass --claimed true|false (it is never read from the agent's words)",
+            format.name()
+        ));
+    };
+    let t = match format {
+        Format::ClaudeCode => evident_traces::claude_code::read(trace, "trace"),
+        _ => evident_traces::codex::read(trace, "trace"),
+    }
+    .map_err(|e| AdaptError(e.to_string()))?;
+    let mut events = Vec::new();
+    for c in &t.calls {
+        let path = format!("line {} (call {:?})", c.line, c.id);
+        let (success, evidence) = match &c.outcome {
+            Some(o) => (!o.is_error, evidence_from_text(&o.text, &path)?),
+            None => (false, Map::new()),
+        };
+        let mut e = AdaptedEvent::new(
+            c.name.clone(),
+            success,
+            evidence,
+            Some(c.id.clone()),
+            c.arguments.as_object().cloned(),
+        );
+        e.unfinished = c.outcome.is_none();
+        events.push(e);
+    }
+    let (adapter, source_type) = format.ids();
+    Ok(Envelope {
+        trace_id: source_ref.to_owned(),
+        // `codex exec --json` does not record the prompt: say so rather than invent one.
+        task: t
+            .first_user_message()
+            .filter(|m| !py_blank(m))
+            .unwrap_or("(the log does not record the task)")
+            .to_owned(),
+        completion_claimed,
+        requirements,
+        events,
+        source: Source {
+            adapter,
+            source_type,
+            source_ref: source_ref.to_owned(),
+            raw_sha256: hex::encode(sha2::Sha256::digest(trace)),
+        },
+    })
 }
 
 /// A JSON object given as text (the chat and Responses formats' `arguments`): it
