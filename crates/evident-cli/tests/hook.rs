@@ -661,3 +661,35 @@ fn adapt_and_eval_read_claude_code_and_codex_logs() {
     assert_eq!(case["events"][0]["unfinished"], true);
     assert_eq!(case["events"][0]["success"], false);
 }
+
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+fn a_second_session_start_cannot_move_the_baseline_and_subagent_stops_are_gated() {
+    // With no_change = "allow", a baseline moved onto the broken commit would let the
+    // stop through as "nothing changed".
+    let w = world(&CONTRACT.replace("[hook]\n", "[hook]\nno_change = \"allow\"\n"));
+    start(&w, "claude-code");
+    // The attack: commit the broken change, then send another session start (a
+    // resume) hoping to make that commit the baseline.
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a * b\n").unwrap();
+    git(&w.repo, &["commit", "-qam", "broken"]);
+    let mut again = event(&w, "SessionStart", false);
+    again["source"] = json!("resume");
+    hook(&w, "claude-code", &again);
+    claude_transcript(&w, "calc.py", "done");
+    // A subagent's stop (its own transcript) is gated like the main agent's.
+    let mut sub = event(&w, "SubagentStop", false);
+    sub["agent_id"] = json!("a1");
+    sub["agent_transcript_path"] = json!(w.transcript);
+    let (v, _) = hook(&w, "claude-code", &sub);
+    let reason = refused(&v);
+    assert!(reason.contains("check \"pytest\""), "{reason}");
+    // Honest twin: the real fix, committed or not, verifies against the first baseline.
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    git(&w.repo, &["commit", "-qam", "fixed"]);
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    allowed(&v);
+}
