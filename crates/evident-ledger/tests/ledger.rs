@@ -1,6 +1,6 @@
 //! The ledger against real stores: a SQLite file and the PostgreSQL server named by
-//! `EVIDENT_TEST_POSTGRES_URL` (skipped with a printed reason when unset). Several
-//! tests run real processes: this test binary re-runs itself as a worker
+//! `EVIDENT_TEST_POSTGRES_URL` (`#[ignore]`d unless built with
+//! `--cfg evident_services`, as `.ci/run` does). Several tests run real processes: this test binary re-runs itself as a worker
 //! (`worker_appends`), selected by environment variables.
 
 use std::io::{BufRead as _, BufReader, Write as _};
