@@ -127,6 +127,8 @@ pub async fn run(l: Launch<'_>) -> Result<Finished, ProbeError> {
         .process_group(0)
         .kill_on_drop(true);
     let program = l.program.display().to_string();
+    // Spawned and noted under the reaper's lock: never mistaken for an orphan.
+    let scan = crate::reaper::spawning();
     let mut child = cmd.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ProbeError::CommandNotFound {
             program: program.clone(),
@@ -146,6 +148,7 @@ pub async fn run(l: Launch<'_>) -> Result<Finished, ProbeError> {
     if let Some(p) = pid {
         crate::reaper::started(p);
     }
+    drop(scan);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let (status, out, err) = tokio::join!(
@@ -612,6 +615,11 @@ pub async fn observe(
         check_pytest_shadowing(root, &cwd)?;
     }
     let mut env = child_env(spec, ctx, scrub)?;
+    // No user site-packages: a `.pth` or `usercustomize.py` there (writable by the
+    // agent's user) would run before the test runner (found by the red team).
+    if !env.iter().any(|(k, _)| k == "PYTHONNOUSERSITE") {
+        env.push(("PYTHONNOUSERSITE".into(), "1".into()));
+    }
     // No trace of the gate: no bytecode, no pytest cache in the tree.
     if !spec.keep_caches {
         if !env.iter().any(|(k, _)| k == "PYTHONDONTWRITEBYTECODE") {

@@ -139,6 +139,15 @@ impl Source {
     /// A short description of what is observed, safe to print: URLs are redacted and
     /// URLs held in env vars are named by the variable, never shown.
     pub fn target(&self) -> String {
+        // The bound values are the contract's literals (never secrets): which record
+        // was read matters to a person reading the report.
+        fn params(p: &[Value]) -> String {
+            if p.is_empty() {
+                return String::new();
+            }
+            let shown: Vec<String> = p.iter().map(Value::to_string).collect();
+            format!(" with [{}]", short(&shown.join(", ")))
+        }
         fn short(q: &str) -> String {
             let one_line = q.split_whitespace().collect::<Vec<_>>().join(" ");
             if one_line.chars().count() > 80 {
@@ -168,9 +177,24 @@ impl Source {
                 }
             }
             Source::File(f) => format!("file {}", f.path),
-            Source::Sqlite(s) => format!("sqlite {}: {}", s.path, short(&s.query)),
-            Source::Postgres(s) => format!("postgres ${}: {}", s.url_env, short(&s.query)),
-            Source::Mysql(s) => format!("mysql ${}: {}", s.url_env, short(&s.query)),
+            Source::Sqlite(s) => format!(
+                "sqlite {}: {}{}",
+                s.path,
+                short(&s.query),
+                params(&s.params)
+            ),
+            Source::Postgres(s) => format!(
+                "postgres ${}: {}{}",
+                s.url_env,
+                short(&s.query),
+                params(&s.params)
+            ),
+            Source::Mysql(s) => format!(
+                "mysql ${}: {}{}",
+                s.url_env,
+                short(&s.query),
+                params(&s.params)
+            ),
             Source::Redis(r) => {
                 let op = match r.op {
                     RedisOp::Get => "GET",

@@ -46,16 +46,28 @@ impl Drop for Scratch {
     }
 }
 
+/// Deepest directory nesting copied; deeper is an error (a tree 1,000 levels deep
+/// overflowed the stack of a recursive walk — found by the red team).
+const MAX_DEPTH: usize = 128;
+/// Most bytes a scratch copy may hold (a sparse 100 GB file would fill the disk).
+const MAX_COPY_BYTES: u64 = 8 * 1024 * 1024 * 1024;
+/// Files larger than this are copied in chunks, with the deadline checked between.
+const CHUNK: u64 = 8 * 1024 * 1024;
+
 fn make_writable(dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            let p = e.path();
-            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700));
-            make_writable(&p);
+    // An explicit stack, not recursion: the tree is the agent's.
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                let p = e.path();
+                let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700));
+                todo.push(p);
+            }
         }
     }
 }
@@ -204,6 +216,16 @@ pub fn prepare(
     deadline: Instant,
 ) -> Result<Scratch, ProbeError> {
     crate::git::check_rev(&spec.base)?;
+    // An abbreviated hash loses to a ref of the same name, which the agent can create
+    // (`git update-ref refs/heads/1a2b3c4 …`; found by the red team): a base written in
+    // hex must be a whole object id.
+    let hexish = spec.base.len() >= 4 && spec.base.chars().all(|c| c.is_ascii_hexdigit());
+    if hexish && spec.base.len() != 40 && spec.base.len() != 64 {
+        return Err(perr(format!(
+            "base {:?} is an abbreviated commit id, which a ref of the same name would shadow; write the full id",
+            spec.base
+        )));
+    }
     let globs = Globs::new(&spec.paths)?;
     let late = || -> Result<(), ProbeError> {
         if Instant::now() > deadline {
@@ -293,6 +315,7 @@ pub fn prepare(
         .tempdir()
         .map_err(|e| perr(format!("cannot create a scratch directory: {e}")))?;
     let copy_root = dir.path().join("root");
+    check_ancestors(dir.path())?;
     let mut scratch = Scratch {
         root: copy_root.clone(),
         dir: Some(dir),
@@ -331,6 +354,11 @@ impl Walk<'_> {
     /// symlinks, never followed; sockets, FIFOs and devices are left out.
     fn copy_dir(&mut self, src: &Path, dst: &Path, rel: &str) -> Result<(), ProbeError> {
         let io = |p: &Path, e: std::io::Error| perr(format!("copying {}: {e}", p.display()));
+        if rel.split('/').count() > MAX_DEPTH {
+            return Err(perr(format!(
+                "{rel}: directories nested deeper than {MAX_DEPTH} levels; refusing to copy the tree"
+            )));
+        }
         let rd = std::fs::read_dir(src).map_err(|e| io(src, e))?;
         for e in rd {
             let e = e.map_err(|e| io(src, e))?;
@@ -372,7 +400,17 @@ impl Walk<'_> {
                 std::os::unix::fs::symlink(&target, &to).map_err(|e| io(&to, e))?;
                 self.files += 1;
             } else if ft.is_file() {
-                std::fs::copy(&from, &to).map_err(|e| io(&from, e))?;
+                self.bytes = self.bytes.saturating_add(meta.len());
+                if self.bytes > MAX_COPY_BYTES {
+                    return Err(perr(format!(
+                        "the tree holds more than {MAX_COPY_BYTES} bytes to copy (at {child_rel}); omit ignored build output (ignored = \"omit\")"
+                    )));
+                }
+                if meta.len() > CHUNK {
+                    self.copy_in_chunks(&from, &to)?;
+                } else {
+                    std::fs::copy(&from, &to).map_err(|e| io(&from, e))?;
+                }
                 let times = std::fs::FileTimes::new()
                     .set_modified(meta.modified().map_err(|e| io(&from, e))?)
                     .set_accessed(meta.accessed().map_err(|e| io(&from, e))?);
@@ -388,7 +426,6 @@ impl Walk<'_> {
                     })
                     .map_err(|e| io(&to, e))?;
                 self.files += 1;
-                self.bytes = self.bytes.saturating_add(meta.len());
                 if self.files.is_multiple_of(256) {
                     (self.late)()?;
                 }
@@ -396,6 +433,67 @@ impl Walk<'_> {
         }
         Ok(())
     }
+}
+
+impl Walk<'_> {
+    /// A large file, copied a chunk at a time with the deadline checked between
+    /// chunks, so one huge (or sparse) file cannot hold the gate past its limit.
+    fn copy_in_chunks(&mut self, from: &Path, to: &Path) -> Result<(), ProbeError> {
+        use std::io::{Read, Write};
+        use std::os::unix::fs::PermissionsExt;
+        let io = |p: &Path, e: std::io::Error| perr(format!("copying {}: {e}", p.display()));
+        let mut src = std::fs::File::open(from).map_err(|e| io(from, e))?;
+        let mut dst = std::fs::File::create(to).map_err(|e| io(to, e))?;
+        let mut buf = vec![0u8; CHUNK as usize];
+        loop {
+            let n = src.read(&mut buf).map_err(|e| io(from, e))?;
+            if n == 0 {
+                break;
+            }
+            dst.write_all(&buf[..n]).map_err(|e| io(to, e))?;
+            (self.late)()?;
+        }
+        let mode = std::fs::metadata(from)
+            .map_err(|e| io(from, e))?
+            .permissions()
+            .mode();
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(mode)).map_err(|e| io(to, e))
+    }
+}
+
+/// Runner configuration a test runner looks for in every parent directory of where it
+/// runs: pytest's ini files and conftest.py, cargo's config and toolchain files.
+const RUNNER_CONFIG: &[&str] = &[
+    "pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+    "conftest.py",
+    ".cargo/config.toml",
+    ".cargo/config",
+    "rust-toolchain.toml",
+    "rust-toolchain",
+];
+
+/// The scratch copy lives in the gate's temporary directory, whose parents (`/tmp`,
+/// `/`) anyone may have written to: a `/tmp/pytest.ini` + `/tmp/conftest.py`, or a
+/// `/tmp/.cargo/config.toml` runner, would be picked up by the protected run (found by
+/// the red team). Refuse a run whose scratch copy has runner configuration above it.
+fn check_ancestors(scratch: &Path) -> Result<(), ProbeError> {
+    for dir in scratch.ancestors().skip(1) {
+        for name in RUNNER_CONFIG {
+            let p = dir.join(name);
+            if std::fs::symlink_metadata(&p).is_ok() {
+                return Err(perr(format!(
+                    "{} lies above the scratch copy, where pytest or cargo would read it: remove it or set TMPDIR to a directory only the gate can write",
+                    p.display()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Make `dir` (relative to `root`) a real directory, replacing whatever the agent's
@@ -567,5 +665,32 @@ mod tests {
         assert!(nested.may_match_under("pkg"));
         assert!(nested.may_match_under("pkg/tests"));
         assert!(!nested.may_match_under("lib"));
+    }
+}
+
+#[cfg(test)]
+mod above {
+    use super::*;
+
+    /// `/tmp/pytest.ini` + `/tmp/conftest.py` above the scratch copy were read by the
+    /// protected run (found by the red team): refused; a clean parent is fine.
+    #[test]
+    fn runner_config_above_the_scratch_copy_is_refused() {
+        let outer = tempfile::tempdir().unwrap();
+        let scratch = outer.path().join("evident-protect-x");
+        std::fs::create_dir(&scratch).unwrap();
+        assert!(
+            check_ancestors(&scratch).is_ok() || std::path::Path::new("/tmp/pytest.ini").exists()
+        );
+        std::fs::write(outer.path().join("conftest.py"), "x = 1\n").unwrap();
+        let e = check_ancestors(&scratch).unwrap_err().to_string();
+        assert!(
+            e.contains("conftest.py") && e.contains("above the scratch copy"),
+            "{e}"
+        );
+        std::fs::remove_file(outer.path().join("conftest.py")).unwrap();
+        std::fs::create_dir(outer.path().join(".cargo")).unwrap();
+        std::fs::write(outer.path().join(".cargo/config.toml"), "").unwrap();
+        assert!(check_ancestors(&scratch).is_err());
     }
 }

@@ -12,6 +12,15 @@ use std::sync::Mutex;
 
 /// The commands this process runs right now (each leads its own process group).
 static COMMANDS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+/// Held while a command is spawned and noted, and while orphans are looked for, so a
+/// command just spawned is never mistaken for an orphan.
+static SCAN: Mutex<()> = Mutex::new(());
+
+/// Hold this while spawning a command and calling [`started`].
+pub(crate) fn spawning() -> std::sync::MutexGuard<'static, ()> {
+    SCAN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Notes a command the probe started, so [`kill_escaped`] leaves it alone.
 pub(crate) fn started(pid: i32) {
@@ -56,18 +65,23 @@ pub fn kill_escaped() -> usize {
     let mut killed = 0;
     for _ in 0..100 {
         let mut found = false;
-        for p in children(me) {
-            if p.state == 'Z' {
-                let _ = rustix::process::waitpid(Some(p.pid), WaitOptions::NOHANG);
-                continue;
-            }
-            let raw = p.pid.as_raw_nonzero().get();
-            let leader = p.pgrp == raw;
-            let same_session = my_session.is_some_and(|s| s.as_raw_nonzero().get() == p.session);
-            if !same_session || (leader && !is_command(raw)) {
-                found = true;
-                if rustix::process::kill_process(p.pid, Signal::KILL).is_ok() {
-                    killed += 1;
+        {
+            let _scan = spawning();
+            for p in children(me) {
+                let raw = p.pid.as_raw_nonzero().get();
+                let leader = p.pgrp == raw;
+                let same_session =
+                    my_session.is_some_and(|s| s.as_raw_nonzero().get() == p.session);
+                if !(!same_session || (leader && !is_command(raw))) {
+                    // A command (or a helper) of this process: its owner waits for it.
+                    continue;
+                }
+                // An adopted orphan: nobody else waits for it, so reap it here.
+                if p.state != 'Z' {
+                    found = true;
+                    if rustix::process::kill_process(p.pid, Signal::KILL).is_ok() {
+                        killed += 1;
+                    }
                 }
                 let _ = rustix::process::waitpid(Some(p.pid), WaitOptions::NOHANG);
             }

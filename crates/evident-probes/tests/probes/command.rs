@@ -359,22 +359,28 @@ async fn leftover_background_processes_do_not_hold_the_probe() {
 async fn environment_is_not_inherited_and_secrets_are_scrubbed() {
     let d = tempfile::tempdir().unwrap();
     let c = ctx(d.path());
-    // `env` prints exactly what the command received: nothing but the one variable
-    // that keeps Python from writing bytecode into the tree, and with `keep_caches`
-    // nothing at all.
+    // `env` prints exactly what the command received: nothing but the variables that
+    // keep Python from loading user site-packages and from writing bytecode into the
+    // tree, and with `keep_caches` only the first.
     let s = src(r#"{ command = { argv = ["/usr/bin/env"], capture_output = true } }"#);
     let o = ok(run(&s, &c, 5.0).await);
-    assert_eq!(o["stdout"], json!("PYTHONDONTWRITEBYTECODE=1\n"));
+    assert_eq!(
+        o["stdout"],
+        json!("PYTHONDONTWRITEBYTECODE=1\nPYTHONNOUSERSITE=1\n")
+    );
     let s = src(
         r#"{ command = { argv = ["/usr/bin/env"], capture_output = true, keep_caches = true } }"#,
     );
     let o = ok(run(&s, &c, 5.0).await);
-    assert_eq!(o["stdout"], json!(""));
+    assert_eq!(o["stdout"], json!("PYTHONNOUSERSITE=1\n"));
     let s = src(
         r#"{ command = { argv = ["/usr/bin/env"], capture_output = true, keep_caches = true, inherit_env = ["EVIDENT_TEST_SECRET", "NOT_SET_IN_ENV_Q"], env = { MODE = "ci" } } }"#,
     );
     let o = ok(run(&s, &c, 5.0).await);
-    assert_eq!(o["stdout"], json!("EVIDENT_TEST_SECRET=***\nMODE=ci\n"));
+    assert_eq!(
+        o["stdout"],
+        json!("EVIDENT_TEST_SECRET=***\nMODE=ci\nPYTHONNOUSERSITE=1\n")
+    );
     let s = src(
         r#"{ command = { argv = ["echo \"token=$TOKEN\" >&2"], shell = true, capture_output = true, env = { TOKEN = { env = "EVIDENT_TEST_SECRET" } } } }"#,
     );

@@ -336,3 +336,51 @@ async fn repository_config_runs_nothing_in_a_protected_run() {
     let e = err(run(&src, &ctx2, 30.0).await);
     assert!(e.to_string().contains("core.worktree"), "{e}");
 }
+
+/// Found by the red team, each with its honest twin: a tree 1,000 directories deep
+/// overflowed the copy's stack (a crash, no verdict); an abbreviated base id lost to a
+/// ref of the same name; runner config above the scratch copy was read.
+#[tokio::test]
+async fn protect_refuses_deep_trees_short_bases_and_config_above_the_copy() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    write(r, "a.txt", "a\n");
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "base"]);
+    let full = String::from_utf8(
+        std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(r)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let c = ctx(r);
+    let with_base = |base: &str| {
+        src(&format!(
+            r#"{{ command = {{ argv = ["cat", "a.txt"], capture_output = true, protect = {{ base = "{base}", paths = ["tests/**"] }} }} }}"#
+        ))
+    };
+    // Honest: the full id works.
+    assert_eq!(
+        ok(run(&with_base(&full), &c, 20.0).await)["stdout"],
+        json!("a\n")
+    );
+    // An abbreviated id is refused.
+    let e = err(run(&with_base(&full[..7]), &c, 20.0).await);
+    assert!(e.to_string().contains("abbreviated"), "{e}");
+    // A tree nested 1,000 deep: an error, not a stack overflow.
+    let mut deep = r.to_path_buf();
+    for _ in 0..1000 {
+        deep.push("d");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    let e = err(run(&with_base(&full), &c, 60.0).await);
+    assert!(e.to_string().contains("deeper than"), "{e}");
+    std::fs::remove_dir_all(r.join("d")).unwrap();
+    // (Runner config above the scratch copy: the unit test in src/protect.rs.)
+}

@@ -35,7 +35,7 @@ fn targets_are_printable() {
     .unwrap();
     assert_eq!(
         s.target(),
-        "postgres $BILLING_DB: SELECT zip FROM accounts WHERE id = $1"
+        "postgres $BILLING_DB: SELECT zip FROM accounts WHERE id = $1 with [4471]"
     );
     let s: Source =
         serde_json::from_str(r#"{"command": {"argv": ["cargo", "test", "-p", "billing"]}}"#)
