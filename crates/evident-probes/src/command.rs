@@ -24,6 +24,18 @@ const MAX_LINE: usize = 64 * 1024;
 /// Largest JUnit report read.
 const MAX_JUNIT_BYTES: u64 = 16 * 1024 * 1024;
 
+/// What a protected pytest run always takes from the base.
+const PYTEST_CONFIG: &[&str] = &[
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+    "**/conftest.py",
+];
+
 /// Kills the whole process group when dropped: on timeout the observe future is
 /// dropped, and nothing the command started may outlive the probe.
 struct GroupGuard(Option<rustix::process::Pid>);
@@ -596,7 +608,18 @@ pub async fn observe(
         None => None,
         Some(p) => {
             let git = resolve_program("git", &ctx.root, gate_path)?;
-            let (root, p) = (ctx.root.clone(), p.clone());
+            let (root, mut p) = (ctx.root.clone(), p.clone());
+            // A protected pytest run always takes pytest's configuration from the
+            // base: every file it reads settings or plugins from (pytest 9 reads
+            // pytest.toml first) and every conftest.py. A recipe that forgot one
+            // let the tree's copy load the agent's plugin (found by the red team).
+            if runs_pytest(spec) {
+                for name in PYTEST_CONFIG {
+                    if !p.paths.iter().any(|x| x == name) {
+                        p.paths.push((*name).to_string());
+                    }
+                }
+            }
             let deadline = started + limit;
             let s =
                 tokio::task::spawn_blocking(move || protect::prepare(&root, &p, &git, deadline))

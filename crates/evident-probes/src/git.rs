@@ -979,7 +979,7 @@ async fn is_sha256(git: &Git) -> Result<bool, ProbeError> {
 }
 
 /// git's id of an object of this type and content.
-fn object_id(kind: &str, content: &[u8], sha256: bool) -> String {
+pub(crate) fn object_id(kind: &str, content: &[u8], sha256: bool) -> String {
     let header = format!("{kind} {}\0", content.len());
     if sha256 {
         let mut h = Sha256::new();

@@ -171,6 +171,34 @@ struct Git<'a> {
     program: &'a Path,
     repo: &'a Path,
     extra: Vec<String>,
+    /// Every git process is killed at this moment (a FIFO `.git/config` hung git, and
+    /// the gate with it, past every limit; found by the red team).
+    deadline: Instant,
+}
+
+/// Kills `child` at `deadline` unless the returned flag is set first.
+fn watchdog(
+    child: &std::process::Child,
+    deadline: Instant,
+) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = done.clone();
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    std::thread::spawn(move || {
+        while !flag.load(Ordering::SeqCst) {
+            if Instant::now() >= deadline {
+                if let Some(pid) = pid {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    });
+    done
 }
 
 impl Git<'_> {
@@ -182,11 +210,24 @@ impl Git<'_> {
 
     /// Run git to completion and return stdout; a failure names the command.
     fn out(&self, args: &[&str]) -> Result<Vec<u8>, ProbeError> {
-        let out = self
+        let child = self
             .command()
             .args(args)
-            .output()
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .map_err(|e| perr(format!("cannot run git: {e}")))?;
+        let done = watchdog(&child, self.deadline);
+        let out = child.wait_with_output();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let out = out.map_err(|e| perr(format!("cannot run git: {e}")))?;
+        if Instant::now() >= self.deadline {
+            return Err(perr(format!(
+                "git {} did not finish within the time limit",
+                args.first().copied().unwrap_or("")
+            )));
+        }
         if !out.status.success() {
             let msg = String::from_utf8_lossy(&out.stderr);
             let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -239,6 +280,7 @@ pub fn prepare(
         program: git_program,
         repo: root,
         extra: Vec::new(),
+        deadline,
     };
     let config = g
         .out(crate::git::CONFIG_LIST_ARGS)
@@ -535,6 +577,7 @@ fn write_base(g: &Git<'_>, copy_root: &Path, entries: &[Entry]) -> Result<u64, P
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| perr(format!("cannot run git cat-file: {e}")))?;
+    let done = watchdog(&child, g.deadline);
     let mut stdin = child
         .stdin
         .take()
@@ -585,6 +628,14 @@ fn write_base(g: &Git<'_>, copy_root: &Path, entries: &[Entry]) -> Result<u64, P
             let mut nl = [0u8; 1];
             out.read_exact(&mut nl)
                 .map_err(|err| perr(format!("git cat-file: {err}")))?;
+            // git does not check a blob against its id when reading it: an object file
+            // the agent replaced would put its tests "at base" (found by the red team).
+            if crate::git::object_id("blob", &content, e.oid.len() == 64) != e.oid {
+                return Err(perr(format!(
+                    "protected file {:?} at base: object {} does not hash to its id (the repository's object store was altered)",
+                    e.rel, e.oid
+                )));
+            }
 
             let (parent, name) = match e.rel.rsplit_once('/') {
                 Some((p, n)) => (p, n),
@@ -624,6 +675,7 @@ fn write_base(g: &Git<'_>, copy_root: &Path, entries: &[Entry]) -> Result<u64, P
     drop(out);
     let _ = child.kill();
     let _ = child.wait();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
     let _ = writer.join();
     result
 }

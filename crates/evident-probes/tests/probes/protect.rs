@@ -384,3 +384,51 @@ async fn protect_refuses_deep_trees_short_bases_and_config_above_the_copy() {
     std::fs::remove_dir_all(r.join("d")).unwrap();
     // (Runner config above the scratch copy: the unit test in src/protect.rs.)
 }
+
+/// The agent replaces the loose object of a protected file at the base with its own
+/// content (git reads it without checking it against its id): the protected run
+/// refuses, instead of running the agent's tests "at base" (found by the red team).
+/// Honest twin: the intact object is used.
+#[tokio::test]
+async fn a_forged_base_object_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    write(r, "tests/t.txt", "owner\n");
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "base"]);
+    let out = |args: &[&str]| {
+        String::from_utf8(
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(r)
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
+        .trim()
+        .to_string()
+    };
+    let base = out(&["rev-parse", "HEAD"]);
+    let oid = out(&["rev-parse", "HEAD:tests/t.txt"]);
+    let c = ctx(r);
+    let s = src(&format!(
+        r#"{{ command = {{ argv = ["cat", "tests/t.txt"], capture_output = true, protect = {{ base = "{base}", paths = ["tests/**"] }} }} }}"#
+    ));
+    assert_eq!(ok(run(&s, &c, 20.0).await)["stdout"], json!("owner\n"));
+    let file = r.join(".git/objects").join(&oid[..2]).join(&oid[2..]);
+    let mut perm = std::fs::metadata(&file).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(&file, perm).unwrap();
+    let status = std::process::Command::new("python3")
+        .arg("-c")
+        .arg("import sys, zlib; b = b'agent\\n'; open(sys.argv[1], 'wb').write(zlib.compress(b'blob %d\\0' % len(b) + b))")
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let e = err(run(&s, &c, 20.0).await);
+    assert!(e.to_string().contains("does not hash to its id"), "{e}");
+}
