@@ -472,13 +472,20 @@ fn contract_check_finds_owner_mistakes() {
             "{want}: {out}"
         );
     }
+    // A test run without protect is warned about (a conftest.py hookwrapper would decide
+    // what pytest reports; found by the red team)...
+    let (code, out) = check(&format!(
+        "{head}check_type = \"test_run\"\ncovers = {{ id = \"m1\" }}\nsource = {{ command = {{ argv = [\"python3\", \"-m\", \"pytest\"] }} }}\nexpected = {{ exit_code = 0, ran = true, failed = 0 }}\n"
+    ));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("agent's own runner configuration"), "{out}");
+    // ... and it is the only finding on the billing example, whose crate is not a
+    // repository of its own (there is no base commit to protect from).
     let (code, out) =
         check(&std::fs::read_to_string(repo().join("examples/billing/contract.toml")).unwrap());
-    assert_eq!(
-        (code, out.contains("no problems found")),
-        (0, true),
-        "{out}"
-    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.matches("warning: ").count(), 1, "{out}");
+    assert!(out.contains("agent's own runner configuration"), "{out}");
 }
 
 /// `--dry-run` runs nothing and says which checks apply; `--only` runs one check and is

@@ -222,6 +222,19 @@ pub fn lint(doc: &ContractDocument) -> Vec<Lint> {
                 "read the version with a JSON pointer: source.http.pointers = { version = \"/version\" } and expected = { json = { version = \"…\" } }",
             );
         }
+        if let Source::Command(cmd) = &c.source
+            && cmd.protect.is_none()
+            && cmd
+                .argv
+                .iter()
+                .any(|a| a.contains("pytest") || a == "cargo" || a.ends_with("/cargo"))
+        {
+            push(
+                at("source.command"),
+                "this test run uses the agent's own runner configuration: a conftest.py hookwrapper, pytest.ini addopts or a Cargo.toml test target in the tree decides what the runner reports".into(),
+                "add protect = { base = \"<the owner's full commit id>\", paths = [\"tests/**\", \"Cargo.toml\"] } (pytest's config files and conftest.py are then always taken from the base; docs/probes.md)",
+            );
+        }
         if c.check_type == CheckType::TestRun
             && matches!(c.source, Source::Command(_))
             && expected.get("failed") != Some(&Value::from(0))
