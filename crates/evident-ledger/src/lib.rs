@@ -190,7 +190,7 @@ fn parse_location(raw: &str) -> Result<(Location, Vec<String>), String> {
             if k == "schema" {
                 schema = v.to_string();
             } else {
-                if k == "password" {
+                if redact::CREDENTIAL_KEYS.contains(&k.to_ascii_lowercase().as_str()) {
                     secrets.push(v.to_string());
                 }
                 kept.push((k.to_string(), v.to_string()));

@@ -179,29 +179,77 @@ fn redact_auth_schemes(s: &str) -> String {
 /// A ledger location or DSN with any password hidden, for messages.
 pub fn redact_dsn(location: &str) -> String {
     let once = redact_urls(location);
-    // Also `password=...` in key/value connection strings and query strings.
+    // Also every credential-named `key=value` in key/value connection strings and query
+    // strings (`password=`, `sslpassword=`, `token=`, `api_key=` …), whatever its length.
     let mut out = String::with_capacity(once.len());
     let mut rest = once.as_str();
-    loop {
-        let lower = rest.to_ascii_lowercase();
-        let Some(p) = lower.find("password=") else {
-            out.push_str(rest);
-            break;
-        };
-        let start = p + "password=".len();
+    while let Some((start, end)) = next_credential(rest) {
         out.push_str(&rest[..start]);
-        let end = rest[start..]
-            .find(|c: char| c == '&' || c.is_whitespace() || c == ';')
-            .map_or(rest.len(), |e| start + e);
         out.push_str(REDACTED);
         rest = &rest[end..];
     }
+    out.push_str(rest);
     out
+}
+
+/// Query and connection-string parameters that carry a credential.
+pub const CREDENTIAL_KEYS: &[&str] = &[
+    "password",
+    "sslpassword",
+    "passfile",
+    "sslkey",
+    "token",
+    "access_token",
+    "api_key",
+    "apikey",
+    "secret",
+    "auth",
+    "key",
+];
+
+/// The byte range of the first credential value (`key=VALUE`) in `text`.
+fn next_credential(text: &str) -> Option<(usize, usize)> {
+    let lower = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(eq) = lower[from..].find('=').map(|i| from + i) {
+        let key_start = lower[..eq]
+            .rfind(|c: char| c == '?' || c == '&' || c == ';' || c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        let key = &lower[key_start..eq];
+        if CREDENTIAL_KEYS.contains(&key) {
+            let start = eq + 1;
+            let end = text[start..]
+                .find(|c: char| c == '&' || c.is_whitespace() || c == ';' || c == '#')
+                .map_or(text.len(), |e| start + e);
+            if end > start {
+                return Some((start, end));
+            }
+        }
+        from = eq + 1;
+    }
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_credential_parameter_of_a_ledger_location_is_hidden() {
+        let shown = redact_dsn(
+            "postgres://u@db/ledger?sslmode=require&token=ab1&sslpassword=x&api_key=k9&schema=evident",
+        );
+        assert_eq!(
+            shown,
+            format!(
+                "postgres://u@db/ledger?sslmode=require&token={REDACTED}&sslpassword={REDACTED}&api_key={REDACTED}&schema=evident"
+            )
+        );
+        assert_eq!(
+            redact_dsn("host=db password=hunter2 user=u"),
+            format!("host=db password={REDACTED} user=u")
+        );
+    }
     use serde_json::json;
 
     #[test]
