@@ -551,15 +551,12 @@ expected = { row_count = 1 }
 
 // ------------------------------------------------ delegation to a trusted signer
 
-/// A check delegated to a signer accepts that signer's item only when it is bound to
-/// this claim and to the commit the gate sees, and meets the contract's expectation.
-#[tokio::test]
-async fn a_delegated_check_needs_the_signers_item_for_this_claim_and_commit() {
-    let dir = tempfile::tempdir().unwrap();
+/// A git repository in `dir` with `file` committed; returns the commit id.
+fn committed_repo(dir: &Path, file: &str, content: &str) -> String {
     let git = |args: &[&str]| {
         let out = std::process::Command::new("git")
             .args(args)
-            .current_dir(dir.path())
+            .current_dir(dir)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .output()
@@ -568,7 +565,7 @@ async fn a_delegated_check_needs_the_signers_item_for_this_claim_and_commit() {
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
     git(&["init", "-q", "-b", "main"]);
-    std::fs::write(dir.path().join("app.py"), "print(1)\n").unwrap();
+    std::fs::write(dir.join(file), content).unwrap();
     git(&["add", "."]);
     git(&[
         "-c",
@@ -579,7 +576,15 @@ async fn a_delegated_check_needs_the_signers_item_for_this_claim_and_commit() {
         "-qm",
         "x",
     ]);
-    let head = git(&["rev-parse", "HEAD"]);
+    git(&["rev-parse", "HEAD"])
+}
+
+/// A check delegated to a signer accepts that signer's item only when it is bound to
+/// this claim and to the commit the gate sees, and meets the contract's expectation.
+#[tokio::test]
+async fn a_delegated_check_needs_the_signers_item_for_this_claim_and_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = committed_repo(dir.path(), "app.py", "print(1)\n");
     let contract = r#"
 [policy]
 max_age_s = 600
@@ -646,29 +651,7 @@ expected = { exit_code = 0, failed = 0 }
 #[tokio::test]
 async fn a_delegated_check_takes_only_the_signers_item_for_that_check() {
     let dir = tempfile::tempdir().unwrap();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir.path())
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    };
-    git(&["init", "-q", "-b", "main"]);
-    std::fs::write(dir.path().join("a"), "1").unwrap();
-    git(&["add", "."]);
-    git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-qm",
-        "x",
-    ]);
-    let head = git(&["rev-parse", "HEAD"]);
+    let head = committed_repo(dir.path(), "a", "1");
     let contract = r#"
 [policy]
 [[trust]]
