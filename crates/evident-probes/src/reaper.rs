@@ -61,7 +61,10 @@ pub fn adopt_orphans() {
 /// for at most about a second. Returns how many were killed.
 pub fn kill_escaped() -> usize {
     let me = rustix::process::getpid();
-    let my_session = rustix::process::getsid(None).ok();
+    // Read from /proc like the children's, not with getsid(2): in a PID namespace whose
+    // session leader lives outside it (a CI container), getsid returns 0, which both
+    // sides of the comparison below then show alike.
+    let my_session = stat(me.as_raw_nonzero().get()).map(|p| p.session);
     let mut killed = 0;
     for _ in 0..100 {
         let mut found = false;
@@ -69,10 +72,7 @@ pub fn kill_escaped() -> usize {
             let _scan = spawning();
             for p in children(me) {
                 let raw = p.pid.as_raw_nonzero().get();
-                let leader = p.pgrp == raw;
-                let same_session =
-                    my_session.is_some_and(|s| s.as_raw_nonzero().get() == p.session);
-                if !(!same_session || (leader && !is_command(raw))) {
+                if !is_orphan(&p, my_session, is_command(raw)) {
                     // A command (or a helper) of this process: its owner waits for it.
                     continue;
                 }
@@ -94,9 +94,18 @@ pub fn kill_escaped() -> usize {
     killed
 }
 
+/// An adopted orphan is a child in another session than ours, or leading a process
+/// group that is not one of our commands'.
+fn is_orphan(p: &Proc, my_session: Option<i32>, is_command: bool) -> bool {
+    let raw = p.pid.as_raw_nonzero().get();
+    let leader = p.pgrp == raw;
+    my_session != Some(p.session) || (leader && !is_command)
+}
+
 struct Proc {
     pid: Pid,
     state: char,
+    ppid: i32,
     pgrp: i32,
     session: i32,
 }
@@ -110,20 +119,60 @@ fn children(parent: Pid) -> Vec<Proc> {
     dir.filter_map(|e| {
         let name = e.ok()?.file_name();
         let pid: i32 = name.to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // pid (comm) state ppid pgrp session …; comm may hold spaces and parentheses.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let mut f = rest.split(' ');
-        let state = f.next()?.chars().next()?;
-        let ppid: i32 = f.next()?.parse().ok()?;
-        let pgrp: i32 = f.next()?.parse().ok()?;
-        let session: i32 = f.next()?.parse().ok()?;
-        (ppid == parent).then_some(Proc {
-            pid: Pid::from_raw(pid)?,
-            state,
-            pgrp,
-            session,
-        })
+        stat(pid).filter(|p| p.ppid == parent)
     })
     .collect()
+}
+
+/// One process's `/proc/<pid>/stat`: `pid (comm) state ppid pgrp session …`, where
+/// comm may hold spaces and parentheses. Ids of processes outside this PID namespace
+/// read as 0.
+fn stat(pid: i32) -> Option<Proc> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut f = rest.split(' ');
+    let state = f.next()?.chars().next()?;
+    let ppid: i32 = f.next()?.parse().ok()?;
+    let pgrp: i32 = f.next()?.parse().ok()?;
+    let session: i32 = f.next()?.parse().ok()?;
+    Some(Proc {
+        pid: Pid::from_raw(pid)?,
+        state,
+        ppid,
+        pgrp,
+        session,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn child(pid: i32, pgrp: i32, session: i32) -> Proc {
+        Proc {
+            pid: Pid::from_raw(pid).unwrap(),
+            state: 'S',
+            ppid: 1,
+            pgrp,
+            session,
+        }
+    }
+
+    /// Under a PID namespace whose session leader is outside it, our session and our
+    /// helpers' read as 0 (getsid(2) returned 0 there, and rustix panicked on it in CI).
+    #[test]
+    fn a_session_outside_the_namespace_reads_as_zero_and_compares() {
+        let me = stat(rustix::process::getpid().as_raw_nonzero().get()).unwrap();
+        assert!(me.session >= 0);
+        // A helper in our (outside) session, in our group: left alone.
+        assert!(!is_orphan(&child(40, 0, 0), Some(0), false));
+        // A command leading its own group: left alone.
+        assert!(!is_orphan(&child(41, 41, 0), Some(0), true));
+        // setsid: a session of its own.
+        assert!(is_orphan(&child(42, 42, 42), Some(0), false));
+        // setpgid into a group of its own that is no command.
+        assert!(is_orphan(&child(43, 43, 0), Some(0), false));
+        // Our own session unreadable: everything adopted counts as an orphan.
+        assert!(is_orphan(&child(44, 0, 0), None, false));
+    }
 }
