@@ -577,3 +577,88 @@ fn absurd_thread_counts_are_a_usage_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// ATIF through the real binary: `adapt atif`, `eval --adapter atif` over a file and a
+/// failed call that a text convention marks (the envelope says where that came from
+/// only through the reader's tests; here the verdict must follow it).
+mod atif {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../evident-traces/tests/fixtures/atif")
+            .join(name)
+    }
+
+    #[test]
+    fn adapt_and_eval_read_atif_and_a_failed_call_never_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let req = dir.path().join("req.json");
+        std::fs::write(
+            &req,
+            r#"[{"action":"financial_search","evidence_fields":["price"]}]"#,
+        )
+        .unwrap();
+        let out = evident()
+            .args(["adapt", "atif"])
+            .arg(fixture("minimal-v1.4.json"))
+            .arg(&req)
+            .args(["--source-ref", "run-1", "--claimed", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let case = json(&out.stdout);
+        assert_eq!(case["events"][0]["action"], "financial_search");
+        assert_eq!(case["events"][0]["evidence"]["price"], 185.35);
+
+        let out = evident()
+            .args(["eval", "--json", "--adapter", "atif", "--claimed", "true"])
+            .arg("--requirements")
+            .arg(&req)
+            .arg(fixture("minimal-v1.4.json"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(json(&out.stdout)[0]["status"], "VERIFIED_COMPLETE");
+
+        // The same call, its result an `Exit code 1` text: failed, so not done.
+        let failed = dir.path().join("failed.json");
+        let text = std::fs::read_to_string(fixture("minimal-v1.4.json"))
+            .unwrap()
+            .replace(
+                r#""content": "{\"price\": 185.35}""#,
+                r#""content": "Exit code 1\n{\"price\": 185.35}""#,
+            );
+        assert!(text.contains("Exit code 1"));
+        std::fs::write(&failed, text).unwrap();
+        let out = evident()
+            .args(["eval", "--json", "--adapter", "atif", "--claimed", "true"])
+            .arg("--requirements")
+            .arg(&req)
+            .arg(&failed)
+            .output()
+            .unwrap();
+        let v = json(&out.stdout);
+        assert_eq!(v[0]["status"], "FAILED", "{v}");
+
+        // A broken trace: exit 2 naming the JSON path.
+        let broken = dir.path().join("broken.json");
+        std::fs::write(
+            &broken,
+            r#"{"schema_version":"ATIF-v1.8","steps":[{"step_id":1,"source":"agent","message":"","tool_calls":[],"observation":{"results":[{"source_call_id":"x","content":"ok"}]}}]}"#,
+        )
+        .unwrap();
+        let out = evident()
+            .args(["adapt", "atif"])
+            .arg(&broken)
+            .arg(&req)
+            .args(["--source-ref", "r", "--claimed", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("steps[0].observation.results[0]"),
+            "{out:?}"
+        );
+    }
+}

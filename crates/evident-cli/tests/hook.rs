@@ -693,3 +693,49 @@ fn a_second_session_start_cannot_move_the_baseline_and_subagent_stops_are_gated(
     let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
     allowed(&v);
 }
+
+/// `claim --from atif`: the task and outcome from the trajectory, the mutations from git,
+/// and the trajectory's writes cross-checked (a write git does not show is a finding).
+#[test]
+fn claim_from_an_atif_trajectory() {
+    let w = world(CONTRACT);
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    let traj = json!({
+        "schema_version": "ATIF-v1.7",
+        "session_id": "s1",
+        "agent": {"name": "harbor-agent", "version": "1"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "Fix add() in calc.py"},
+            {"step_id": 2, "source": "agent", "message": "", "tool_calls": [
+                {"tool_call_id": "c1", "function_name": "write_file", "arguments": {"path": "calc.py"}},
+                {"tool_call_id": "c2", "function_name": "write_file", "arguments": {"path": "notes.md"}}
+            ], "observation": {"results": [
+                {"source_call_id": "c1", "content": "ok"},
+                {"source_call_id": "c2", "content": "ok"}
+            ]}},
+            {"step_id": 3, "source": "agent", "message": "Fixed add()."}
+        ]
+    });
+    let file = w.transcript.with_extension("json");
+    std::fs::write(&file, traj.to_string()).unwrap();
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args(["claim", "--from", "atif"])
+        .arg(&file)
+        .arg("--repo")
+        .arg(&w.repo)
+        .args(["--base", "HEAD"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let claim: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(claim["task"]["description"], "Fix add() in calc.py");
+    assert_eq!(claim["claimed_outcome"], "Fixed add().");
+    assert_eq!(claim["mutations"][0]["target"], "calc.py");
+    assert_eq!(claim["mutations"].as_array().unwrap().len(), 1);
+    let findings = claim["x_observed"]["findings"].to_string();
+    assert!(
+        findings.contains("notes.md") && !findings.contains("write to calc.py"),
+        "{findings}"
+    );
+}

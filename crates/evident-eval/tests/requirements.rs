@@ -289,12 +289,17 @@ fn object_form_works_with_every_adapter() {
             ]
             .join("\n"),
         ),
+        (
+            Format::Atif,
+            r#"{"schema_version":"ATIF-v1.7","session_id":"s","agent":{"name":"a","version":"1"},"steps":[{"step_id":1,"source":"agent","message":"","tool_calls":[{"tool_call_id":"c","function_name":"a","arguments":{"to":"x@example.com"}}],"observation":{"results":[{"source_call_id":"c","content":"ok"}]}}]}"#.to_string(),
+            r#"{"schema_version":"ATIF-v1.8","session_id":"s","agent":{"name":"a","version":"1"},"steps":[{"step_id":1,"source":"agent","message":"","tool_calls":[{"tool_call_id":"c","function_name":"a","arguments":{"to":"x@example.com"}},{"tool_call_id":"d","function_name":"b","arguments":{}}],"observation":{"results":[{"source_call_id":"d","content":"ok"},{"source_call_id":"c","content":"ok"}]}}]}"#.to_string(),
+        ),
     ];
     assert_eq!(traces.len(), Format::ALL.len());
     for (format, good, extra) in traces {
-        // The agent-native JSONL logs do not record the completion claim.
+        // The agent-native logs do not record the completion claim.
         let opts = adapt::AdaptOptions {
-            claimed: format.is_jsonl().then_some(true),
+            claimed: format.is_native().then_some(true),
             ..Default::default()
         };
         for (trace, want) in [(good, "VERIFIED_COMPLETE"), (extra, "FAILED")] {

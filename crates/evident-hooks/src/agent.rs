@@ -58,6 +58,9 @@ impl Agent {
 pub enum TranscriptFormat {
     ClaudeCode,
     Codex,
+    /// Harbor's Agent Trajectory Interchange Format (no agent hook writes it; for
+    /// `evident claim --from atif`).
+    Atif,
 }
 
 /// Which event the agent reports.

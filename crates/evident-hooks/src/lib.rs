@@ -590,6 +590,7 @@ pub fn read_trace(format: TranscriptFormat, path: &Path) -> Result<evident_trace
     match format {
         TranscriptFormat::ClaudeCode => evident_traces::claude_code::read(&b, &name),
         TranscriptFormat::Codex => evident_traces::codex::read(&b, &name),
+        TranscriptFormat::Atif => evident_traces::atif::read(&b, &name),
     }
     .map_err(|e| e.to_string())
 }

@@ -1,12 +1,13 @@
 //! A neutral trace of an agent session — ordered tool calls with their arguments,
 //! results and error status (and where that status came from), and the messages —
-//! read from coding agents' native logs: Claude Code session transcripts and
-//! `claude -p --output-format stream-json`, Codex rollout files and `codex exec
-//! --json`. Readers pair strictly (see [`Pairing`]): a result before its call, an id
+//! read from agents' native logs: ATIF trajectories (Harbor), Claude Code session
+//! transcripts and `claude -p --output-format stream-json`, Codex rollout files and
+//! `codex exec --json`. Readers pair strictly (see [`Pairing`]): a result before its call, an id
 //! already waiting for its result, or a result no call waits for is an error naming
 //! the line and the id; a call left without a result (an interrupted turn) is
 //! *unfinished*, never a success.
 
+pub mod atif;
 pub mod claude_code;
 pub mod codex;
 
@@ -15,13 +16,26 @@ use serde_json::Value;
 /// Largest trace read (bytes).
 pub const MAX_TRACE_BYTES: usize = 256 * 1024 * 1024;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}: line {line}: {message}")]
+/// A rejected trace: the file, the line (JSONL formats; 0 in one-document formats such
+/// as ATIF, whose messages name the JSON path instead) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     pub file: String,
     pub line: usize,
     pub message: String,
 }
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: line {}: {}", self.file, self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +58,11 @@ pub enum StatusFrom {
     Flag,
     /// A process exit code.
     ExitCode,
+    /// No status field; the result text's first line reads `Exit code N` (a
+    /// convention, not a field: shown as such).
+    TextExitCode,
+    /// No status field; the result text starts with `error:` (a convention).
+    TextErrorPrefix,
     /// No status in the log: taken as not an error.
     Absent,
 }

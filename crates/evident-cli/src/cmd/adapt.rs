@@ -12,7 +12,7 @@ use evident_eval::run::{AdaptRequest, adapt};
 /// (Responses API items), mcp (JSON-RPC tools/call log), otel (OTLP/JSON GenAI spans),
 /// openai-chat (Chat Completions message lists), claude-code (session transcript or
 /// stream-json JSONL; needs --claimed), codex (rollout or `codex exec --json` JSONL; needs
-/// --claimed).
+/// --claimed), atif (Harbor's trajectory format v1.0–v1.8; needs --claimed).
 /// See docs/eval.md for each format and its success rule.
 #[derive(clap::Args)]
 pub struct Args {
@@ -36,8 +36,8 @@ pub struct Args {
     /// (repeatable; without it every result is a success).
     #[arg(long, value_name = "TEXT", value_parser = super::eval::error_prefix)]
     pub error_prefix: Vec<String>,
-    /// openai-chat, claude-code, codex: whether the agent claimed completion, when the trace does not record
-    /// it (never read from the agent's words).
+    /// openai-chat, claude-code, codex, atif: whether the agent claimed completion, when
+    /// the trace does not record it (never read from the agent's words).
     #[arg(long, value_name = "true|false")]
     pub claimed: Option<bool>,
     /// Accepted for symmetry with the other commands: the output is always JSON.

@@ -12,11 +12,11 @@ use evident_hooks::agent::TranscriptFormat;
 /// `x_observed.findings`. git runs hardened (no repository config program runs).
 #[derive(clap::Args)]
 pub struct Args {
-    /// The transcript's format: claude-code or codex.
+    /// The transcript's format: claude-code, codex or atif.
     #[arg(long = "from", value_name = "FORMAT", value_parser = parse_format)]
     pub from: TranscriptFormat,
     /// The transcript (Claude Code session JSONL or stream-json; Codex rollout JSONL or
-    /// `codex exec --json`).
+    /// `codex exec --json`; an ATIF trajectory JSON).
     pub transcript: PathBuf,
     /// The repository (default: the current directory).
     #[arg(long, value_name = "DIR", default_value = ".")]
@@ -30,8 +30,9 @@ fn parse_format(s: &str) -> Result<TranscriptFormat, String> {
     match s {
         "claude-code" => Ok(TranscriptFormat::ClaudeCode),
         "codex" => Ok(TranscriptFormat::Codex),
+        "atif" => Ok(TranscriptFormat::Atif),
         other => Err(format!(
-            "unknown transcript format {other:?}; expected claude-code or codex"
+            "unknown transcript format {other:?}; expected claude-code, codex or atif"
         )),
     }
 }

@@ -37,10 +37,12 @@ pub enum Format {
     ClaudeCode,
     /// Codex rollout JSONL or `codex exec --json`.
     Codex,
+    /// Harbor's Agent Trajectory Interchange Format, v1.0 to v1.8.
+    Atif,
 }
 
 impl Format {
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 10] = [
         Format::Generic,
         Format::OpenAi,
         Format::Anthropic,
@@ -50,11 +52,13 @@ impl Format {
         Format::OpenAiChat,
         Format::ClaudeCode,
         Format::Codex,
+        Format::Atif,
     ];
 
-    /// Read as JSONL by `evident_traces` (one JSON object a line), not one document.
-    pub fn is_jsonl(self) -> bool {
-        matches!(self, Format::ClaudeCode | Format::Codex)
+    /// An agent's native log, read by `evident_traces` into one neutral trace (it
+    /// records neither a trace id nor whether the agent claimed completion).
+    pub fn is_native(self) -> bool {
+        matches!(self, Format::ClaudeCode | Format::Codex | Format::Atif)
     }
 
     /// Seed 001's own formats: a call that never gets a result is an error there (as
@@ -75,6 +79,7 @@ impl Format {
             Format::OpenAiChat => "openai-chat",
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
+            Format::Atif => "atif",
         }
     }
 
@@ -94,6 +99,7 @@ impl Format {
             Format::OpenAiChat => ("openai-chat@1", "openai-chat-messages"),
             Format::ClaudeCode => ("claude-code-jsonl@1", "claude-code-jsonl"),
             Format::Codex => ("codex-jsonl@1", "codex-jsonl"),
+            Format::Atif => ("atif@1", "atif-trajectory"),
         }
     }
 
@@ -108,6 +114,7 @@ impl Format {
             Format::Otel => "resourceSpans",
             Format::OpenAiChat => "messages",
             Format::ClaudeCode | Format::Codex => "lines",
+            Format::Atif => "steps",
         }
     }
 }
@@ -452,9 +459,9 @@ pub fn adapt_with(
     if py_blank(source_ref) {
         return err("--source-ref must be a non-empty string");
     }
-    if format.is_jsonl() {
+    if format.is_native() {
         return err(format!(
-            "the {} format is JSONL: adapt its bytes (adapt_bytes)",
+            "the {} format is an agent's native log: adapt its bytes (adapt_bytes)",
             format.name()
         ));
     }
@@ -474,9 +481,11 @@ pub fn adapt_with(
             Format::Anthropic => anthropic::events(w.payload)?,
             Format::OpenAiResponses => responses::events(w.payload)?,
             Format::Mcp => mcp::events(w.payload)?,
-            Format::Otel | Format::OpenAiChat | Format::ClaudeCode | Format::Codex => {
-                otel::events(w.payload)?
-            }
+            Format::Otel
+            | Format::OpenAiChat
+            | Format::ClaudeCode
+            | Format::Codex
+            | Format::Atif => otel::events(w.payload)?,
         };
         (w.trace_id, w.task, w.completion_claimed, events)
     };
@@ -521,19 +530,19 @@ pub fn adapt_bytes_with(
     source_ref: &str,
     opts: &AdaptOptions,
 ) -> Result<Envelope, AdaptError> {
-    if format.is_jsonl() {
-        return adapt_jsonl(format, trace, requirements.into(), source_ref, opts);
+    if format.is_native() {
+        return adapt_native(format, trace, requirements.into(), source_ref, opts);
     }
     let raw = pyjson::parse_strict(trace).map_err(AdaptError)?;
     adapt_with(format, &raw, requirements, source_ref, opts)
 }
 
-/// Agent-native JSONL logs through `evident_traces`: each tool call is an event named
+/// Agent-native logs through `evident_traces`: each tool call is an event named
 /// after the tool, its success the log's error status (a call with no result is
 /// unfinished, never a success), its evidence the result text when that is a JSON
 /// object (never the arguments). The log records neither a trace id nor whether the
 /// agent claimed completion: the id is `--source-ref`, the claim `--claimed`.
-fn adapt_jsonl(
+fn adapt_native(
     format: Format,
     trace: &[u8],
     requirements: Requirements,
@@ -558,6 +567,7 @@ fn adapt_jsonl(
     };
     let t = match format {
         Format::ClaudeCode => evident_traces::claude_code::read(trace, "trace"),
+        Format::Atif => evident_traces::atif::read(trace, "trace"),
         _ => evident_traces::codex::read(trace, "trace"),
     }
     .map_err(|e| AdaptError(e.to_string()))?;
