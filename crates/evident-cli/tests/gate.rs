@@ -688,3 +688,92 @@ fn log_and_show_escape_the_agents_text() {
         assert!(out.contains("\\u{d}"), "{out}");
     }
 }
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `protect = { base = "@baseline" }` with `gate --baseline REV`. The attack: the agent
+/// leaves the bug and weakens the test instead (then commits, so HEAD would not protect).
+/// Without a baseline the check cannot run (unverified, with the hint); with the
+/// commit the agent started from the test runs as it was (refuted); the honest fix
+/// verifies.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+fn protect_at_the_baseline_given_on_the_command_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    write(&repo, "calc.py", "def add(a, b):\n    return a - b\n");
+    write(
+        &repo,
+        "tests/test_calc.py",
+        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    );
+    write(&repo, "conftest.py", "");
+    let contract = write(
+        &repo,
+        "contract.toml",
+        r#"[policy]
+requires = ["test_run"]
+
+[[check]]
+id = "tests"
+check_type = "test_run"
+covers = { kind = "code_change" }
+source = { command = { argv = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"], inherit_env = ["PATH", "HOME"], timeout_s = 60, protect = { base = "@baseline", paths = ["tests/**"] } } }
+expected = { exit_code = 0, failed = 0 }
+"#,
+    );
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "start"]);
+    let start = git(&repo, &["rev-parse", "HEAD"]);
+    // The agent's "fix": the test no longer tests, committed.
+    write(
+        &repo,
+        "tests/test_calc.py",
+        "def test_add():\n    assert True\n",
+    );
+    git(&repo, &["commit", "-qam", "fix"]);
+    let claim = claim_file(tmp.path());
+    let gate = |baseline: Option<&str>| {
+        let mut cmd = evident(tmp.path());
+        cmd.arg("gate").arg(&contract).arg(&claim).arg("--json");
+        if let Some(b) = baseline {
+            cmd.args(["--baseline", b]);
+        }
+        let (code, out, err) = run(&mut cmd);
+        let doc: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}\n{err}"));
+        (code, doc)
+    };
+    let (code, doc) = gate(None);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["verdict"]["state"], "unverified");
+    assert!(doc.to_string().contains("--baseline REV"), "{doc}");
+    let (code, doc) = gate(Some(&start));
+    assert_eq!(code, 1, "the test at the baseline fails: {doc}");
+    assert_eq!(doc["verdict"]["state"], "refuted");
+    // HEAD is what the agent moved: the weakened test passes there (why @baseline).
+    let (code, _) = gate(Some("HEAD"));
+    assert_eq!(code, 0);
+    // Honest twin: the bug fixed, the test left alone.
+    git(
+        &repo,
+        &["checkout", "-q", &start, "--", "tests/test_calc.py"],
+    );
+    write(&repo, "calc.py", "def add(a, b):\n    return a + b\n");
+    let (code, doc) = gate(Some(&start));
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["verdict"]["state"], "verified");
+}

@@ -52,6 +52,7 @@ async fn gate_env(
         context: evident_probes::Context {
             root: root.to_path_buf(),
             env,
+            ..Default::default()
         },
         verifier_id: evident_gate::verifier_id(),
         progress: None,
@@ -560,6 +561,7 @@ async fn a_hundred_slow_endpoint_checks_run_concurrently() {
         context: evident_probes::Context {
             root: dir.path().into(),
             env: base_env(),
+            ..Default::default()
         },
         verifier_id: evident_gate::verifier_id(),
         progress: None,

@@ -38,6 +38,7 @@ fn settings(root: &Path) -> Settings {
         context: evident_probes::Context {
             root: root.to_path_buf(),
             env,
+            ..Default::default()
         },
         verifier_id: evident_gate::verifier_id(),
         progress: None,

@@ -17,6 +17,8 @@ pub struct Options {
     pub ledger: String,
     pub no_record: bool,
     pub key: Option<PathBuf>,
+    /// The session's baseline commit: what `protect = { base = "@baseline" }` means.
+    pub baseline: String,
 }
 
 pub struct Decision {
@@ -46,7 +48,10 @@ pub fn decide(
     let settings = evident_gate::Settings {
         jobs: opts.jobs.max(1),
         deadline: opts.deadline,
-        context: evident_probes::Context::from_process(root),
+        context: evident_probes::Context {
+            baseline: Some(opts.baseline.clone()),
+            ..evident_probes::Context::from_process(root)
+        },
         verifier_id: evident_gate::verifier_id(),
         progress: None,
         only: None,

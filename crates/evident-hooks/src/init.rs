@@ -137,10 +137,11 @@ max_refusals = 3          # after this many refusals in a row the stop goes thro
 id = "{id}"
 check_type = "test_run"
 covers = {{ kind = "code_change" }}
-source = {{ command = {{ argv = {argv}, inherit_env = ["PATH", "HOME"], timeout_s = {CHECK_TIMEOUT_S} }} }}
+# The tests run in a scratch copy where these paths hold their content at the session's
+# baseline (the commit the agent started from): an agent's edit to a test or to the
+# runner's configuration does not count. Outside a hook, pass `evident gate --baseline REV`.
+source = {{ command = {{ argv = {argv}, inherit_env = ["PATH", "HOME"], timeout_s = {CHECK_TIMEOUT_S}, protect = {{ base = "@baseline", paths = {protect} }} }} }}
 expected = {{ exit_code = 0, failed = 0 }}
-# Protected test paths (run against their content at the session's baseline, once the
-# gate's `protect` is available): protect = {{ base = "@baseline", paths = {protect} }}
 "#,
             argv = toml_list(argv),
             protect = toml_list(protect),

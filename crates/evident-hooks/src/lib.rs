@@ -449,6 +449,7 @@ fn stop(
             ledger,
             no_record: opts.no_record,
             key: opts.key.clone(),
+            baseline: base.clone(),
         },
     )
     .map_err(fail)?;

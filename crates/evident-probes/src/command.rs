@@ -19,6 +19,8 @@ use crate::summary::{self, Case, Counts, Parser, Report};
 use crate::{Context, Object, paths, protect};
 
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+/// `protect.base` naming the baseline of the run (see [`crate::Context::baseline`]).
+pub const BASELINE: &str = "@baseline";
 /// Longest line given to the summary parser; the rest of a longer line is hashed only.
 const MAX_LINE: usize = 64 * 1024;
 /// Largest JUnit report read.
@@ -609,6 +611,13 @@ pub async fn observe(
         Some(p) => {
             let git = resolve_program("git", &ctx.root, gate_path)?;
             let (root, mut p) = (ctx.root.clone(), p.clone());
+            if p.base == BASELINE {
+                p.base = ctx.baseline.clone().ok_or_else(|| ProbeError::Protect {
+                    reason: format!(
+                        "base {BASELINE:?} names the session's baseline, and this gate has none; hint: pass `evident gate --baseline REV` (the owner's branch or the commit the agent started from), or run it from an agent hook, which records one"
+                    ),
+                })?;
+            }
             // A protected pytest run always takes pytest's configuration from the
             // base: every file it reads settings or plugins from (pytest 9 reads
             // pytest.toml first) and every conftest.py. A recipe that forgot one

@@ -46,6 +46,10 @@ pub struct Context {
     /// A snapshot of the environment (tests inject their own). Env references in sources
     /// and `inherit_env` read from here, never from the live process environment.
     pub env: BTreeMap<String, String>,
+    /// The revision `protect = { base = "@baseline" }` stands for: a coding session's
+    /// recorded baseline (the hook) or `gate --baseline REV`. None: such a check
+    /// cannot run and observes nothing.
+    pub baseline: Option<String>,
 }
 
 /// Names only: the environment holds secrets, and a debug print must not show them.
@@ -54,6 +58,7 @@ impl std::fmt::Debug for Context {
         f.debug_struct("Context")
             .field("root", &self.root)
             .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("baseline", &self.baseline)
             .finish()
     }
 }
@@ -68,6 +73,7 @@ impl Context {
         Context {
             root: root.into(),
             env,
+            baseline: None,
         }
     }
 }

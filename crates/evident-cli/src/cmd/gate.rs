@@ -55,6 +55,11 @@ pub struct Args {
     /// the verdict is partial evidence and never `verified`.
     #[arg(long, value_name = "CHECK")]
     pub only: Option<String>,
+    /// The revision `protect = { base = "@baseline" }` stands for: the commit the agent
+    /// started from, or the owner's branch (never one the agent can move). Without it,
+    /// a check protected at `@baseline` observes nothing and the claim is unverified.
+    #[arg(long, value_name = "REV")]
+    pub baseline: Option<String>,
     #[command(flatten)]
     pub record: crate::output::RecordArgs,
 }
@@ -124,7 +129,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let settings = Settings {
         jobs: args.jobs.max(1),
         deadline,
-        context: evident_probes::Context::from_process(root),
+        context: evident_probes::Context {
+            baseline: args.baseline.clone(),
+            ..evident_probes::Context::from_process(root)
+        },
         verifier_id: evident_gate::verifier_id(),
         progress: progress_line(),
         only: args.only.clone(),
