@@ -114,18 +114,62 @@ impl Trace {
     }
 }
 
-/// Strict pairing of results with calls by id (the witnesses issue's definitions).
+/// The pairing rules every call/result format shares (the witnesses issue's
+/// definitions), over call indices: a call whose id is still waiting for its result is a
+/// *duplicate* (an id reused after its result arrived is a new call — real logs do
+/// this); a result no call waits for is an *orphan*, or a *second result* when its id's
+/// call was already answered; a result before its call is an orphan at that point.
+/// Each format's reader words the errors (with its line or JSON path).
+#[derive(Debug, Default)]
+pub struct Ids {
+    waiting: std::collections::HashMap<String, usize>,
+    answered: std::collections::HashSet<String>,
+}
+
+/// Why a call or a result breaks the pairing rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Broken {
+    /// A call whose id is still waiting for its result.
+    Duplicate,
+    /// A result no call waits for (or one before its call).
+    Orphan,
+    /// A result for an id whose call already has one.
+    SecondResult,
+}
+
+impl Ids {
+    /// A call with `id`, at `index` in the reader's own list.
+    pub fn call(&mut self, id: &str, index: usize) -> Result<(), Broken> {
+        if self.waiting.contains_key(id) {
+            return Err(Broken::Duplicate);
+        }
+        self.answered.remove(id);
+        self.waiting.insert(id.to_string(), index);
+        Ok(())
+    }
+
+    /// A result for `id`: the index of the call it answers.
+    pub fn result(&mut self, id: &str) -> Result<usize, Broken> {
+        match self.waiting.remove(id) {
+            Some(i) => {
+                self.answered.insert(id.to_string());
+                Ok(i)
+            }
+            None if self.answered.contains(id) => Err(Broken::SecondResult),
+            None => Err(Broken::Orphan),
+        }
+    }
+}
+
+/// Strict pairing of results with calls by id into a [`Trace`] (see [`Ids`]).
 #[derive(Default)]
 pub(crate) struct Pairing {
-    waiting: std::collections::HashMap<String, usize>,
-    seen: std::collections::HashSet<String>,
+    ids: Ids,
 }
 
 impl Pairing {
-    /// A call: an id already waiting for its result is a duplicate (an id reused after
-    /// its result arrived is a new call).
     pub(crate) fn call(&mut self, trace: &mut Trace, call: Call, file: &str) -> Result<(), Error> {
-        if self.waiting.contains_key(&call.id) {
+        if self.ids.call(&call.id, trace.calls.len()).is_err() {
             return Err(Error {
                 file: file.into(),
                 line: call.line,
@@ -135,14 +179,10 @@ impl Pairing {
                 ),
             });
         }
-        self.waiting.insert(call.id.clone(), trace.calls.len());
-        self.seen.insert(call.id.clone());
         trace.calls.push(call);
         Ok(())
     }
 
-    /// A result: one no call waits for is an orphan (or out of order, when its call
-    /// comes later: that is found at the end as an orphan too, with this line).
     pub(crate) fn result(
         &mut self,
         trace: &mut Trace,
@@ -150,17 +190,22 @@ impl Pairing {
         outcome: Outcome,
         file: &str,
     ) -> Result<(), Error> {
-        match self.waiting.remove(id) {
-            Some(i) => {
+        match self.ids.result(id) {
+            Ok(i) => {
                 trace.calls[i].outcome = Some(outcome);
                 Ok(())
             }
-            None => Err(Error {
+            Err(why) => Err(Error {
                 file: file.into(),
                 line: outcome.line,
-                message: format!(
-                    "tool result for id {id:?} has no call waiting for it (an orphan, or a result before its call)"
-                ),
+                message: match why {
+                    Broken::SecondResult => format!(
+                        "tool result for id {id:?}: its call already has a result (a second result)"
+                    ),
+                    _ => format!(
+                        "tool result for id {id:?} has no call waiting for it (an orphan, or a result before its call)"
+                    ),
+                },
             }),
         }
     }
@@ -232,4 +277,23 @@ pub fn patch_paths(patch: &str) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Broken, Ids};
+
+    #[test]
+    fn the_pairing_rules() {
+        let mut ids = Ids::default();
+        assert_eq!(ids.result("a"), Err(Broken::Orphan), "a result before its call");
+        ids.call("a", 0).unwrap();
+        assert_eq!(ids.call("a", 1), Err(Broken::Duplicate));
+        assert_eq!(ids.result("a"), Ok(0));
+        assert_eq!(ids.result("a"), Err(Broken::SecondResult));
+        // Reused after its result: a new call.
+        ids.call("a", 2).unwrap();
+        assert_eq!(ids.result("a"), Ok(2));
+        assert_eq!(ids.result("b"), Err(Broken::Orphan));
+    }
 }

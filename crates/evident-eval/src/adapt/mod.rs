@@ -627,12 +627,12 @@ pub(crate) fn arguments_from_text(
     }
 }
 
-/// Pairs calls with results by id, strictly, for every call/result format: a result
-/// must come after its call (*out of order* otherwise); an id may not be reused while
-/// its call still waits for a result (a *duplicate*), but may be reused after it (a
-/// new call: real logs do this); a result no call waits for is an *orphan*. A call
-/// that never gets a result is an error in seed 001's formats and an unfinished call
-/// (never a success) in agent-native logs. Events come out in call order.
+/// Pairs calls with results by id, strictly, for every call/result format, with the
+/// rules of [`evident_traces::Ids`] (one copy of them for every reader): a result must
+/// come after its call; an id may not be reused while its call still waits for a
+/// result, but may be after it; a result no call waits for is an orphan. A call that
+/// never gets a result is an error in seed 001's formats and an unfinished call (never
+/// a success) in agent-native logs. Events come out in call order.
 pub(crate) struct Pairing {
     kind_call: &'static str,
     kind_result: &'static str,
@@ -640,10 +640,7 @@ pub(crate) struct Pairing {
     native: bool,
     events: Vec<AdaptedEvent>,
     answered: Vec<bool>,
-    /// Ids of calls still waiting for their result → index in `events`.
-    waiting: std::collections::HashMap<String, usize>,
-    /// Ids whose call has had its result (for the message of a second result).
-    done: std::collections::HashSet<String>,
+    ids: evident_traces::Ids,
 }
 
 impl Pairing {
@@ -654,8 +651,7 @@ impl Pairing {
             native,
             events: Vec::new(),
             answered: Vec::new(),
-            waiting: Default::default(),
-            done: Default::default(),
+            ids: Default::default(),
         }
     }
 
@@ -666,13 +662,12 @@ impl Pairing {
         arguments: Option<Map<String, Value>>,
         path: &str,
     ) -> Result<(), AdaptError> {
-        if self.waiting.contains_key(&id) {
+        if self.ids.call(&id, self.events.len()).is_err() {
             return err(format!(
                 "{path}: duplicate {} id '{id}' (a call with this id is still waiting for its result)",
                 self.kind_call
             ));
         }
-        self.waiting.insert(id.clone(), self.events.len());
         self.events.push(AdaptedEvent::new(
             name,
             false,
@@ -691,19 +686,21 @@ impl Pairing {
         evidence: Map<String, Value>,
         path: &str,
     ) -> Result<(), AdaptError> {
-        let Some(i) = self.waiting.remove(id) else {
-            if self.done.contains(id) {
+        let i = match self.ids.result(id) {
+            Ok(i) => i,
+            Err(evident_traces::Broken::SecondResult) => {
                 return err(format!(
                     "{path}: duplicate {} id '{id}' (its call already has a result)",
                     self.kind_result
                 ));
             }
-            return err(format!(
-                "{path}: {} '{id}' has no earlier {} waiting for it (a result before its call, or an orphan)",
-                self.kind_result, self.kind_call
-            ));
+            Err(_) => {
+                return err(format!(
+                    "{path}: {} '{id}' has no earlier {} waiting for it (a result before its call, or an orphan)",
+                    self.kind_result, self.kind_call
+                ));
+            }
         };
-        self.done.insert(id.to_owned());
         self.events[i].success = success;
         self.events[i].evidence = evidence;
         self.answered[i] = true;
