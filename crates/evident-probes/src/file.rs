@@ -25,7 +25,7 @@ pub async fn observe(spec: &FileSpec, ctx: &Context) -> Result<Object, ProbeErro
         })?
 }
 
-fn observe_blocking(spec: &FileSpec, root: &Path) -> Result<Object, ProbeError> {
+pub(crate) fn observe_blocking(spec: &FileSpec, root: &Path) -> Result<Object, ProbeError> {
     for p in spec.pointers.values() {
         check_pointer(p)?;
     }

@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 mod command;
+pub mod confined;
 mod error;
 mod file;
 pub mod git;
