@@ -380,7 +380,7 @@ fn run_report(cfg: &BenchConfig, digest: &str, m: &Value) -> String {
 pub fn reproduce_command(cfg: &BenchConfig) -> String {
     format!(
         "evident bench run --config config.json --output ../{}-reproduced",
-        cfg.experiment_id.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_' && c != '.', "_")
+        crate::sandbox::safe_name(&cfg.experiment_id)
     )
 }
 
@@ -396,7 +396,8 @@ pub(crate) fn prepare_output(dir: &Path, subdirs: &[&str]) -> Result<(), Error> 
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create the output directory", &e))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(dir, "create the output directory", &e))?;
         }
         Err(e) => return Err(Error::io(dir, "read the output directory", &e)),
     }
@@ -448,9 +449,7 @@ pub fn group_lines(m: &Value, groups: &[&str]) -> Vec<GroupLine> {
                 runs: n(&s["total_runs"]),
                 claimed: n(&s["claim_counts"]["claimed_completion"]),
                 false_completion: n(&s["claim_counts"]["false_completion"]),
-                false_completion_rate: s["rates"]["false_completion_rate"]
-                    .as_f64()
-                    .unwrap_or(0.0),
+                false_completion_rate: s["rates"]["false_completion_rate"].as_f64().unwrap_or(0.0),
                 refusals: n(&s["refusal_runs"]),
                 recovered_failure_runs: n(&s["recovered_failure_runs"]),
                 injected_failure_runs: n(&s["injected_failure_runs"]),
@@ -560,8 +559,14 @@ mod tests {
     #[test]
     fn the_evaluator_decides_what_an_outcome_proves() {
         let r = req();
-        assert!(proves(&r, &ToolOutcome::new(true, complete_evidence(&r, "ok"))));
-        assert!(!proves(&r, &ToolOutcome::new(true, json!({"status": "ok"}))));
+        assert!(proves(
+            &r,
+            &ToolOutcome::new(true, complete_evidence(&r, "ok"))
+        ));
+        assert!(!proves(
+            &r,
+            &ToolOutcome::new(true, json!({"status": "ok"}))
+        ));
         assert!(!proves(
             &r,
             &ToolOutcome::new(false, complete_evidence(&r, "ok"))
@@ -583,10 +588,19 @@ mod tests {
         assert_eq!(claims("baseline", "timeout"), (true, false, 1));
         // evidence_contract retries a retryable failure, refuses an incomplete success.
         assert_eq!(claims("evidence_contract", "timeout"), (true, false, 2));
-        assert_eq!(claims("evidence_contract", "partial_write"), (false, true, 1));
+        assert_eq!(
+            claims("evidence_contract", "partial_write"),
+            (false, true, 1)
+        );
         // verifier_feedback also retries the incomplete success.
-        assert_eq!(claims("verifier_feedback", "partial_write"), (true, false, 2));
-        assert_eq!(claims("verifier_feedback", "tool_exception"), (false, true, 1));
+        assert_eq!(
+            claims("verifier_feedback", "partial_write"),
+            (true, false, 2)
+        );
+        assert_eq!(
+            claims("verifier_feedback", "tool_exception"),
+            (false, true, 1)
+        );
         // A rollback comes after the claim, whatever the policy.
         assert_eq!(claims("verifier_feedback", "rollback"), (true, false, 1));
     }

@@ -80,9 +80,8 @@ impl BenchConfig {
         )?;
         let experiment_id = o.text("experiment_id")?;
         let seed = match o.get("seed") {
-            Some(Value::Number(n)) => python_int(&n.to_string()).ok_or_else(|| {
-                o.err("seed", format!("must be an integer, not {n}"))
-            })?,
+            Some(Value::Number(n)) => python_int(&n.to_string())
+                .ok_or_else(|| o.err("seed", format!("must be an integer, not {n}")))?,
             other => return Err(o.err("seed", format!("must be an integer, {}", got(other)))),
         };
         let repetitions = match o.get("repetitions") {
@@ -94,7 +93,12 @@ impl BenchConfig {
                         format!("{n} is more than evident runs ({MAX_REPETITIONS} at most: two files per run)"),
                     ));
                 }
-                _ => return Err(o.err("repetitions", format!("must be a positive integer, not {n}"))),
+                _ => {
+                    return Err(o.err(
+                        "repetitions",
+                        format!("must be a positive integer, not {n}"),
+                    ));
+                }
             },
             other => {
                 return Err(o.err(
@@ -108,8 +112,8 @@ impl BenchConfig {
         let task = o.text("task")?;
         let requirement = match o.get("requirements") {
             Some(Value::Array(a)) if a.len() == 1 => {
-                let bytes = serde_json::to_vec(&v["requirements"])
-                    .map_err(|e| o.err("requirements", e))?;
+                let bytes =
+                    serde_json::to_vec(&v["requirements"]).map_err(|e| o.err("requirements", e))?;
                 match parse_requirements(&bytes) {
                     Ok(Requirements::List(mut l)) if l.len() == 1 => l.remove(0),
                     Ok(_) => return Err(o.err("requirements", "must hold exactly one requirement")),
@@ -293,7 +297,9 @@ fn check_contract_path(path: &str) -> Result<(), String> {
     }
     let b = path.as_bytes();
     if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
-        return Err(format!("{path:?} starts with a drive prefix; hint: write a path relative to the sandbox root"));
+        return Err(format!(
+            "{path:?} starts with a drive prefix; hint: write a path relative to the sandbox root"
+        ));
     }
     evident_probes::confined::relative(path).map_err(|e| e.to_string())?;
     if path.split('/').any(|p| p.is_empty() || p == ".") {
@@ -378,7 +384,10 @@ impl<'a> Obj<'a> {
         noun: &str,
     ) -> Result<Vec<&'static str>, Error> {
         let Some(Value::Array(items)) = self.get(key) else {
-            return Err(self.err(key, format!("must be a non-empty list, {}", got(self.get(key)))));
+            return Err(self.err(
+                key,
+                format!("must be a non-empty list, {}", got(self.get(key))),
+            ));
         };
         if items.is_empty() {
             return Err(self.err(key, "must be a non-empty list"));
@@ -452,11 +461,8 @@ mod tests {
 
     #[test]
     fn a_good_config_parses_and_strips() {
-        let c = BenchConfig::parse(
-            "cfg.json",
-            BENCH.replace("\"e\"", "\" e \"").as_bytes(),
-        )
-        .unwrap();
+        let c =
+            BenchConfig::parse("cfg.json", BENCH.replace("\"e\"", "\" e \"").as_bytes()).unwrap();
         assert_eq!(c.experiment_id, "e");
         assert_eq!(c.seed, "7");
         assert_eq!(c.groups, vec!["baseline"]);
@@ -466,25 +472,66 @@ mod tests {
     #[test]
     fn errors_name_the_file_and_the_json_path() {
         let cases: Vec<(Box<dyn FnOnce(&mut Value)>, &str)> = vec![
-            (Box::new(|v| v["seed"] = json!(1.5)), "cfg.json: $.seed: must be an integer"),
-            (Box::new(|v| v["seed"] = json!(true)), "cfg.json: $.seed: must be an integer, not the boolean true"),
-            (Box::new(|v| v["repetitions"] = json!(0)), "cfg.json: $.repetitions: must be a positive integer"),
-            (Box::new(|v| v["repetitions"] = json!(5000)), "cfg.json: $.repetitions: 5000 is more than"),
-            (Box::new(|v| v["groups"] = json!(["baseline", "nope"])), "cfg.json: $.groups[1]: unknown group \"nope\""),
-            (Box::new(|v| v["scenarios"] = json!(["success", " success"])), "cfg.json: $.scenarios[1]: duplicate scenario"),
-            (Box::new(|v| v["task"] = json!("  ")), "cfg.json: $.task: must be a non-empty string"),
-            (Box::new(|v| v["requirements"] = json!([])), "cfg.json: $.requirements: the benchmark needs exactly one"),
-            (Box::new(|v| v["requirements"] = json!([{"action": ""}])), "cfg.json: $.requirements[0]: Each requirement requires a non-empty 'action'."),
-            (Box::new(|v| v["schema_version"] = json!("2")), "cfg.json: $.schema_version: unsupported version"),
-            (Box::new(|v| v["repetition"] = json!(1)), "cfg.json: $.repetition: unknown key"),
-            (Box::new(|v| { v.as_object_mut().unwrap().remove("generated_at"); }), "cfg.json: $.generated_at: must be a non-empty string, but it is missing"),
+            (
+                Box::new(|v| v["seed"] = json!(1.5)),
+                "cfg.json: $.seed: must be an integer",
+            ),
+            (
+                Box::new(|v| v["seed"] = json!(true)),
+                "cfg.json: $.seed: must be an integer, not the boolean true",
+            ),
+            (
+                Box::new(|v| v["repetitions"] = json!(0)),
+                "cfg.json: $.repetitions: must be a positive integer",
+            ),
+            (
+                Box::new(|v| v["repetitions"] = json!(5000)),
+                "cfg.json: $.repetitions: 5000 is more than",
+            ),
+            (
+                Box::new(|v| v["groups"] = json!(["baseline", "nope"])),
+                "cfg.json: $.groups[1]: unknown group \"nope\"",
+            ),
+            (
+                Box::new(|v| v["scenarios"] = json!(["success", " success"])),
+                "cfg.json: $.scenarios[1]: duplicate scenario",
+            ),
+            (
+                Box::new(|v| v["task"] = json!("  ")),
+                "cfg.json: $.task: must be a non-empty string",
+            ),
+            (
+                Box::new(|v| v["requirements"] = json!([])),
+                "cfg.json: $.requirements: the benchmark needs exactly one",
+            ),
+            (
+                Box::new(|v| v["requirements"] = json!([{"action": ""}])),
+                "cfg.json: $.requirements[0]: Each requirement requires a non-empty 'action'.",
+            ),
+            (
+                Box::new(|v| v["schema_version"] = json!("2")),
+                "cfg.json: $.schema_version: unsupported version",
+            ),
+            (
+                Box::new(|v| v["repetition"] = json!(1)),
+                "cfg.json: $.repetition: unknown key",
+            ),
+            (
+                Box::new(|v| {
+                    v.as_object_mut().unwrap().remove("generated_at");
+                }),
+                "cfg.json: $.generated_at: must be a non-empty string, but it is missing",
+            ),
         ];
         for (edit, want) in cases {
             let e = bench_err(edit);
             assert!(e.starts_with(want), "{e}\nwanted: {want}");
         }
         let e = BenchConfig::parse("cfg.json", br#"{"seed":1,"seed":2}"#).unwrap_err();
-        assert!(e.0.contains("cfg.json: $: not valid JSON: duplicate key 'seed'"), "{e}");
+        assert!(
+            e.0.contains("cfg.json: $: not valid JSON: duplicate key 'seed'"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -503,7 +550,10 @@ mod tests {
     fn contract_paths_are_refused_through_the_probes_check() {
         for (p, want) in [
             ("../x", "escapes the contract root through a `..` component"),
-            ("/etc/x", "escapes the contract root through an absolute path"),
+            (
+                "/etc/x",
+                "escapes the contract root through an absolute path",
+            ),
             ("a/../b", "`..`"),
             ("a\\b", "backslash"),
             ("C:x", "drive prefix"),

@@ -101,7 +101,9 @@ fn walk(dir: &Path) -> Result<(BTreeMap<String, PathBuf>, Vec<Problem>), Error> 
                 format!("{rel}/{shown}")
             };
             // DirEntry::file_type does not follow symlinks.
-            let ft = entry.file_type().map_err(|e| Error::io(&entry.path(), "stat", &e))?;
+            let ft = entry
+                .file_type()
+                .map_err(|e| Error::io(&entry.path(), "stat", &e))?;
             if name.to_str().is_none() {
                 problems.push(Problem {
                     path: child,

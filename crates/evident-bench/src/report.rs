@@ -42,7 +42,7 @@ fn md(s: &str) -> String {
         if c.is_control() {
             out.push(' ');
         } else {
-            if "\\`*_{}[]<>()#+-.!|&~".contains(c) {
+            if "\\`*[]<>|&~".contains(c) {
                 out.push('\\');
             }
             out.push(c);
@@ -189,7 +189,7 @@ pub fn markdown(cfg: &BenchConfig, m: &Value, groups: &[GroupLine], files: usize
     );
     let _ = writeln!(
         s,
-        "{} runs: {} policies × {} scenarios × {} repetitions, {} of them with an injected tool failure. The manifest of the run ({} files) verified before this report was written.\n",
+        "{} runs: {} policies × {} scenarios × {} repetition(s), {} of them with an injected tool failure. The manifest of the run ({} files) verified before this report was written.\n",
         n(&e["total_runs"]),
         cfg.groups.len(),
         cfg.scenarios.len(),
@@ -226,7 +226,11 @@ pub fn markdown(cfg: &BenchConfig, m: &Value, groups: &[GroupLine], files: usize
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
             md(sc),
-            if v["injected_failure"] == true { "yes" } else { "no" },
+            if v["injected_failure"] == true {
+                "yes"
+            } else {
+                "no"
+            },
             n(&v["total_runs"]),
             n(&c["VERIFIED_COMPLETE"]),
             n(&c["PARTIAL"]),
@@ -295,7 +299,10 @@ pub fn write(run_dir: &Path, out: &Path) -> Result<Written, Error> {
         (&chart_path, chart_svg(&cfg.experiment_id, &groups)),
     ] {
         if std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file()) {
-            return Err(Error::file(p, "exists and is not a regular file; refusing to replace it"));
+            return Err(Error::file(
+                p,
+                "exists and is not a regular file; refusing to replace it",
+            ));
         }
         std::fs::write(p, text).map_err(|e| Error::io(p, "write", &e))?;
     }

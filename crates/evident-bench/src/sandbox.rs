@@ -71,7 +71,9 @@ fn refused_escape(
     if outside.exists() {
         return Err(Error::file(
             outside,
-            format!("{scenario}: the write escaped the sandbox; this is a bug in the safe-path layer"),
+            format!(
+                "{scenario}: the write escaped the sandbox; this is a bug in the safe-path layer"
+            ),
         ));
     }
     match result {
@@ -173,15 +175,19 @@ fn observe(c: &FileContract, root: &Path) -> Value {
 /// "not confined"; an oversize file a definite mismatch; any other error is recorded
 /// with `indeterminate: true` and yields no event (so the case is UNVERIFIED, never
 /// decided from a failed read).
-fn observation_from(
-    c: &FileContract,
-    probed: Result<evident_probes::Object, ProbeError>,
-) -> Value {
+fn observation_from(c: &FileContract, probed: Result<evident_probes::Object, ProbeError>) -> Value {
     let want = c.content.as_bytes();
     let (confined_ok, exists, regular, size, sha, matches, error, indeterminate) = match probed {
-        Ok(o) if o.get("exists") != Some(&Value::Bool(true)) => {
-            (true, false, false, Value::Null, Value::Null, false, Value::Null, false)
-        }
+        Ok(o) if o.get("exists") != Some(&Value::Bool(true)) => (
+            true,
+            false,
+            false,
+            Value::Null,
+            Value::Null,
+            false,
+            Value::Null,
+            false,
+        ),
         Ok(o) if o.get("kind").and_then(Value::as_str) != Some("file") => (
             true,
             true,

@@ -15,3 +15,6 @@ pub const NOT_ACCEPTED: u8 = BLOCKED;
 /// `evident suite`: some task's verdict is wrong, a goal was falsely accepted, or a
 /// result differs from the one reported (the suite refutes evident).
 pub const SUITE_FAILED: u8 = REFUTED;
+/// `evident bench verify` / `sandbox verify`: a file of the run changed, is missing,
+/// or was added. The same number as [`REFUTED`]: the run's record is contradicted.
+pub const MANIFEST_MISMATCH: u8 = REFUTED;

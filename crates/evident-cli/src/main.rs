@@ -43,6 +43,12 @@ enum Command {
     /// Run a built-in suite against a real world.
     #[command(subcommand)]
     Suite(cmd::suite::Command),
+    /// Seed 001's failure-injection benchmark: run it, verify a run, report on it.
+    #[command(subcommand)]
+    Bench(cmd::bench::Command),
+    /// Seed 001's confined file sandbox: file writes decided from the actual bytes.
+    #[command(subcommand)]
+    Sandbox(cmd::sandbox::Command),
     /// Audit an agent's close-out claims with real git and real test runners.
     #[command(subcommand)]
     Audit(cmd::audit::Command),
@@ -80,6 +86,8 @@ fn main() -> std::process::ExitCode {
         Command::Adapt(a) => cmd::adapt::run(a),
         Command::Belief(a) => cmd::belief::run(a),
         Command::Suite(c) => cmd::suite::run(c),
+        Command::Bench(c) => cmd::bench::run(c),
+        Command::Sandbox(c) => cmd::sandbox::run(c),
         Command::Audit(c) => cmd::audit::run(c),
         Command::Key(c) => cmd::key::run(c),
         Command::Log(a) => cmd::log::run(a),

@@ -127,7 +127,10 @@ fn check_replaceable(dir: &cap_std::fs::Dir, rel: &Path, path: &str) -> Result<(
                 path: path.to_string(),
                 via: Escape::Symlink,
             }),
-            _ => Err(io(path, "is a symlink; a write replaces files, never links")),
+            _ => Err(io(
+                path,
+                "is a symlink; a write replaces files, never links",
+            )),
         },
         Ok(_) => Err(io(path, "is not a regular file")),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -205,7 +208,11 @@ mod tests {
         std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
         std::os::unix::fs::symlink(outside.join("f"), root.join("file-link")).unwrap();
         std::os::unix::fs::symlink("../outside", root.join("rel-link")).unwrap();
-        for p in ["link/escape.txt", "link/deeper/escape.txt", "rel-link/escape.txt"] {
+        for p in [
+            "link/escape.txt",
+            "link/deeper/escape.txt",
+            "rel-link/escape.txt",
+        ] {
             match write_file(&root, p, b"x") {
                 Err(ProbeError::PathEscape {
                     via: Escape::Symlink,

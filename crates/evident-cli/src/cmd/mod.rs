@@ -4,6 +4,7 @@
 pub mod adapt;
 pub mod audit;
 pub mod belief;
+pub mod bench;
 pub mod claim;
 pub mod contract;
 pub mod eval;
@@ -13,6 +14,7 @@ pub mod init;
 pub mod key;
 pub mod ledger;
 pub mod log;
+pub mod sandbox;
 pub mod schema;
 pub mod show;
 pub mod suite;
