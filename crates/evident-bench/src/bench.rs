@@ -172,9 +172,7 @@ fn play(group: &str, scenario: &[ToolOutcome], req: &Requirement) -> Played {
         "evidence_contract" => !o.success && o.retryable,
         _ => o.retryable || o.success,
     };
-    let (claimed, refused) = if group == "baseline" {
-        (true, false)
-    } else if proves(req, first) {
+    let (claimed, refused) = if group == "baseline" || proves(req, first) {
         (true, false)
     } else if retries(first) && regular.len() > 1 {
         consumed.push(regular[1].clone());

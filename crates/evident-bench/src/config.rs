@@ -471,7 +471,8 @@ mod tests {
 
     #[test]
     fn errors_name_the_file_and_the_json_path() {
-        let cases: Vec<(Box<dyn FnOnce(&mut Value)>, &str)> = vec![
+        type Edit = Box<dyn FnOnce(&mut Value)>;
+        let cases: Vec<(Edit, &str)> = vec![
             (
                 Box::new(|v| v["seed"] = json!(1.5)),
                 "cfg.json: $.seed: must be an integer",

@@ -80,16 +80,26 @@ pub fn rate_label(g: &GroupLine) -> String {
     }
 }
 
+/// One colour per policy, whatever the configuration's order.
+fn colour(group: &str) -> &'static str {
+    match group {
+        "baseline" => "#c0392b",
+        "evidence_contract" => "#e67e22",
+        _ => "#27ae60",
+    }
+}
+
 /// The chart: one bar per policy, the rate and its counts above each bar.
 pub fn chart_svg(experiment_id: &str, groups: &[GroupLine]) -> String {
-    let (left, top, plot_h, bar_w, gap) = (70.0, 60.0, 240.0, 110.0, 50.0);
-    let width = left + gap + groups.len() as f64 * (bar_w + gap) + 20.0;
+    let (left, top, plot_h, bar_w, gap) = (70.0, 84.0, 240.0, 110.0, 50.0);
+    // Room for the title whatever the number of bars.
+    let width = (left + gap + groups.len() as f64 * (bar_w + gap) + 20.0).max(560.0);
     let height = top + plot_h + 80.0;
     let base = top + plot_h;
     let mut s = String::new();
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"DejaVu Sans, Arial, sans-serif\">"
     );
     let _ = writeln!(
         s,
@@ -135,7 +145,6 @@ pub fn chart_svg(experiment_id: &str, groups: &[GroupLine]) -> String {
         "  <line x1=\"{left}\" y1=\"{base}\" x2=\"{}\" y2=\"{base}\" stroke=\"#333333\" stroke-width=\"1\"/>",
         width - 20.0
     );
-    let colours = ["#c0392b", "#e67e22", "#27ae60"];
     for (i, g) in groups.iter().enumerate() {
         let x = left + gap + i as f64 * (bar_w + gap);
         let rate = if g.claimed == 0 {
@@ -149,7 +158,7 @@ pub fn chart_svg(experiment_id: &str, groups: &[GroupLine]) -> String {
             s,
             "  <rect x=\"{x}\" y=\"{}\" width=\"{bar_w}\" height=\"{h}\" fill=\"{}\"><title>{}: {}</title></rect>",
             base - h,
-            colours[i % colours.len()],
+            colour(&g.group),
             xml(&g.group),
             xml(&rate_label(g))
         );
