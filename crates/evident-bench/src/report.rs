@@ -280,15 +280,28 @@ pub fn write(run_dir: &Path, out: &Path) -> Result<Written, Error> {
     let run_canon = run_dir
         .canonicalize()
         .map_err(|e| Error::io(run_dir, "resolve", &e))?;
+    let inside = || {
+        Error::file(
+            out,
+            "is inside the run's directory, where any added file fails `bench verify`; hint: give --output outside it",
+        )
+    };
+    // Checked before anything is created (lexically), and again once it exists
+    // (through symlinks); a directory this call created inside the run is removed.
+    let abs = |p: &Path| std::path::absolute(p).map_err(|e| Error::io(p, "resolve", &e));
+    if abs(out)?.starts_with(abs(run_dir)?) || abs(out)?.starts_with(&run_canon) {
+        return Err(inside());
+    }
+    let existed = out.exists();
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, "create the report directory", &e))?;
     let out_canon = out
         .canonicalize()
         .map_err(|e| Error::io(out, "resolve", &e))?;
     if out_canon.starts_with(&run_canon) {
-        return Err(Error::file(
-            out,
-            "is inside the run's directory, where any added file fails `bench verify`; hint: give --output outside it",
-        ));
+        if !existed {
+            let _ = std::fs::remove_dir(out);
+        }
+        return Err(inside());
     }
     let cfg_path = run_dir.join("config.json");
     let cfg = BenchConfig::parse(

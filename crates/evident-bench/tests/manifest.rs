@@ -228,7 +228,13 @@ fn the_report_needs_a_verified_run_and_stays_outside_it() {
     // Inside the run: refused.
     let e = report::write(&d, &d.join("rep")).unwrap_err();
     assert!(e.0.contains("inside the run's directory"), "{e}");
-    std::fs::remove_dir(d.join("rep")).unwrap();
+    assert!(!d.join("rep").exists());
+    // Through a symlink that points into the run: refused, and nothing left inside.
+    std::os::unix::fs::symlink(&d, t.path().join("alias")).unwrap();
+    let e = report::write(&d, &t.path().join("alias/rep2")).unwrap_err();
+    assert!(e.0.contains("inside the run's directory"), "{e}");
+    assert!(!d.join("rep2").exists());
+    assert!(manifest::verify(&d).unwrap().ok);
     // A tampered run gets no report.
     std::fs::write(d.join("extra.txt"), b"x").unwrap();
     let e = report::write(&d, &out).unwrap_err();
