@@ -286,7 +286,11 @@ mod tests {
     #[test]
     fn the_pairing_rules() {
         let mut ids = Ids::default();
-        assert_eq!(ids.result("a"), Err(Broken::Orphan), "a result before its call");
+        assert_eq!(
+            ids.result("a"),
+            Err(Broken::Orphan),
+            "a result before its call"
+        );
         ids.call("a", 0).unwrap();
         assert_eq!(ids.call("a", 1), Err(Broken::Duplicate));
         assert_eq!(ids.result("a"), Ok(0));
