@@ -45,6 +45,11 @@ pub struct Claim {
     /// `policy` so that replacing the policy (`verify --policy`) cannot drop it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required_checks: Option<Vec<RequiredCheck>>,
+    /// evident extension: the extensions this document uses beyond v0.1, by name. Today
+    /// one: `"dom_assertion"`, which a policy may then require. Without it, a v0.1
+    /// reader's refusal of an unknown check type in `policy.requires` stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
 }
 
 /// One contract check the task required, and the waves the gate observed it in: each
@@ -185,20 +190,25 @@ pub enum VerifierKind {
     Absent,
 }
 
-/// The three check types of v0.1.
+/// The three check types of v0.1, and evident's extension `dom_assertion` (a rendered
+/// page observed in a real browser; the spec's open question 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckType {
     TestRun,
     EndpointHealth,
     StateReadback,
+    /// evident extension: a claim document may require it only when it declares
+    /// `"extensions": ["dom_assertion"]`; a contract may always use it.
+    DomAssertion,
 }
 
 impl CheckType {
-    pub const ALL: [CheckType; 3] = [
+    pub const ALL: [CheckType; 4] = [
         CheckType::TestRun,
         CheckType::EndpointHealth,
         CheckType::StateReadback,
+        CheckType::DomAssertion,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -206,6 +216,16 @@ impl CheckType {
             CheckType::TestRun => "test_run",
             CheckType::EndpointHealth => "endpoint_health",
             CheckType::StateReadback => "state_readback",
+            CheckType::DomAssertion => "dom_assertion",
+        }
+    }
+
+    /// The extension name a claim document must declare (in `extensions`) to require
+    /// this type; `None` for the v0.1 types.
+    pub fn extension(self) -> Option<&'static str> {
+        match self {
+            CheckType::DomAssertion => Some("dom_assertion"),
+            _ => None,
         }
     }
 
@@ -341,6 +361,30 @@ impl Claim {
 impl ClaimDocument {
     fn validate(&self, file: &str) -> Result<(), Error> {
         let err = |path: String, message: String| Err(Error::at(file, &self.spans, path, message));
+        // A v0.1 reader refuses a check type it does not know in `requires`; evident
+        // keeps that refusal for its own extension types unless the document says it
+        // was written for them, so a plain v0.1 document reads the same everywhere.
+        let requires = self.claim.policy.iter().flat_map(|p| p.requires.iter());
+        for (i, t) in requires.enumerate() {
+            if let Some(ext) = t.extension()
+                && !self.claim.extensions.iter().any(|e| e == ext)
+            {
+                return err(
+                    format!("policy.requires[{i}]"),
+                    format!(
+                        "unknown variant `{ext}`, expected one of `test_run`, `endpoint_health`, `state_readback` ({ext} is an evident extension: declare it with \"extensions\": [\"{ext}\"] at the top of the document)"
+                    ),
+                );
+            }
+        }
+        for (i, e) in self.claim.extensions.iter().enumerate() {
+            if !CheckType::ALL.iter().any(|t| t.extension() == Some(e.as_str())) {
+                return err(
+                    format!("extensions[{i}]"),
+                    format!("unknown extension {e:?} (known: dom_assertion)"),
+                );
+            }
+        }
         let mut ids = HashSet::new();
         for (i, m) in self.claim.mutations.iter().enumerate() {
             if !ids.insert(m.id.as_str()) {

@@ -82,7 +82,7 @@ pub struct Check {
     #[serde(default, skip_serializing_if = "Applies::is_always")]
     pub applies: Applies,
     /// What to observe (exactly one source: `command`, `http`, `file`, `sqlite`,
-    /// `postgres`, `mysql`, `redis`, `git`).
+    /// `postgres`, `mysql`, `redis`, `git`, `browser`).
     pub source: Source,
     /// What the observation must show. Default for `command`: `{exit_code = 0, ran = true}`;
     /// every other source needs one.
@@ -224,6 +224,23 @@ pub struct ContractDocument {
 }
 
 impl Contract {
+    /// The evident extensions the contract uses (by name, sorted): the decided claim
+    /// document declares them in `extensions`, so it reads back under the strict
+    /// claim reader (docs/browser.md).
+    pub fn extensions(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = self
+            .policy
+            .requires
+            .iter()
+            .copied()
+            .chain(self.checks.iter().map(|c| c.check_type))
+            .filter_map(CheckType::extension)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// Reads a contract. TOML when `file` ends in `.toml` (or the text is not JSON-like),
     /// JSON otherwise. `file` names the source in errors.
     pub fn parse(bytes: &[u8], file: &str) -> Result<ContractDocument, Error> {
@@ -362,6 +379,7 @@ impl Contract {
                     "git",
                     "signed_by",
                 ],
+                CheckType::DomAssertion => &["browser", "signed_by"],
             };
             if let Some((key, message)) = crate::lint::impossible_expectation(c) {
                 return err(format!("check[{i}].expected.{key}"), message);

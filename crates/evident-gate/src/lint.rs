@@ -52,6 +52,11 @@ fn observed_type(source: &Source, key: &str) -> Option<&'static str> {
         (Source::Redis(_), "exists") => boolean,
         (Source::Git(_), "commit_exists" | "clean" | "file_exists") => boolean,
         (Source::Git(_), "commit" | "file_sha256") => string,
+        (Source::Browser(_), "status" | "count") => int,
+        (Source::Browser(_), "visible" | "sandboxed") => boolean,
+        (Source::Browser(_), "text" | "html_sha256") => string,
+        (Source::Browser(_), "attributes") => object,
+        (Source::Browser(_), "blocked_origins") => Some("an array"),
         _ => None,
     }
 }
@@ -125,13 +130,18 @@ pub fn inline_secret(check: &Check) -> Option<(String, String)> {
         .any(|s| n.contains(s))
     };
     let literal = |v: &EnvValue| matches!(v, EnvValue::Literal(s) if !s.is_empty());
-    let (field, map) = match &check.source {
-        Source::Http(h) => ("http.headers", &h.headers),
-        Source::Command(c) => ("command.env", &c.env),
+    let (field, map, every) = match &check.source {
+        Source::Http(h) => ("http.headers", &h.headers, false),
+        Source::Command(c) => ("command.env", &c.env, false),
+        // A cookie a page needs is a session: every literal one is a secret inline.
+        Source::Browser(b) => match b.headers.iter().find(|(n, v)| secret_name(n) && literal(v)) {
+            Some(_) => ("browser.headers", &b.headers, false),
+            None => ("browser.cookies", &b.cookies, true),
+        },
         _ => return None,
     };
     map.iter()
-        .find(|(name, v)| secret_name(name) && literal(v))
+        .find(|(name, v)| (every || secret_name(name)) && literal(v))
         .map(|(name, _)| {
             (
                 format!("source.{field}.{name}"),

@@ -385,12 +385,22 @@ pub async fn run(
     // The owner's policy and checks decide, not the agent's.
     typed.policy = Some(contract.policy.clone());
     typed.required_checks = Some(required.clone());
+    // The contract's extension types (dom_assertion) are declared in the decided
+    // document, or reading it back would refuse its own policy.
+    for ext in contract.extensions() {
+        if !typed.extensions.iter().any(|e| e == ext) {
+            typed.extensions.push(ext.to_string());
+        }
+    }
     if let Some(obj) = document.as_object_mut() {
         obj.insert(
             "policy".into(),
             serde_json::to_value(&contract.policy).unwrap_or(Value::Null),
         );
         obj.insert("required_checks".into(), serde_json::json!(required));
+        if !typed.extensions.is_empty() {
+            obj.insert("extensions".into(), serde_json::json!(typed.extensions));
+        }
         obj.remove("verdict");
     }
 
@@ -703,7 +713,10 @@ fn server_error(
         v.and_then(Value::as_u64)
             .is_some_and(|s| (500..600).contains(&s))
     };
-    let is_http = matches!(check.source, evident_probes::Source::Http(_));
+    let is_http = matches!(
+        check.source,
+        evident_probes::Source::Http(_) | evident_probes::Source::Browser(_)
+    );
     (is_http && is_5xx(observed.get("status")) && !is_5xx(expected.get("status"))).then(|| {
         format!(
             "the service answered HTTP {} (a server error), which is not an observation of the change",

@@ -40,10 +40,10 @@ const PYTEST_CONFIG: &[&str] = &[
 
 /// Kills the whole process group when dropped: on timeout the observe future is
 /// dropped, and nothing the command started may outlive the probe.
-struct GroupGuard(Option<rustix::process::Pid>);
+pub(crate) struct GroupGuard(pub(crate) Option<rustix::process::Pid>);
 
 impl GroupGuard {
-    fn kill(&self) {
+    pub(crate) fn kill(&self) {
         if let Some(pid) = self.0 {
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }

@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+mod browser;
+mod cdp;
 mod command;
 pub mod confined;
 mod error;
@@ -20,6 +22,7 @@ mod file;
 pub mod git;
 mod http;
 mod kv;
+mod origin_proxy;
 mod paths;
 mod protect;
 pub mod reaper;
@@ -31,7 +34,7 @@ pub mod summary;
 pub use error::{Escape, ProbeError};
 pub use secret::{EnvRef, EnvValue, MIN_SCRUB_LEN, Scrubber, redact_url};
 pub use spec::{
-    CommandSpec, FileSpec, GitSpec, HttpSpec, IgnoredFiles, Method, Protect, Redirects, RedisOp,
+    BrowserSpec, CommandSpec, FileSpec, GitSpec, HttpSpec, IgnoredFiles, Method, Protect, Redirects, RedisOp,
     RedisSpec, Runner, Source, SqlSpec, SqliteSpec,
 };
 
@@ -101,6 +104,7 @@ impl Source {
             Source::Mysql(_) => "mysql",
             Source::Redis(_) => "redis",
             Source::Git(_) => "git",
+            Source::Browser(_) => "browser",
             Source::SignedBy(_) => "signed_by",
         }
     }
@@ -132,6 +136,16 @@ impl Source {
         }
         // `tests_passed = ["tests/test_zip.py::test_a"]`: the command reads those
         // tests' results from its runner's machine report.
+        // `attributes = { href = "/paid" }`: the browser reads those attributes.
+        if let Source::Browser(b) = self
+            && let Some(Value::Object(names)) = expected.get("attributes")
+        {
+            for name in names.keys() {
+                if !b.attributes.contains(name) {
+                    b.attributes.push(name.clone());
+                }
+            }
+        }
         if let Source::Command(c) = self
             && c.tests_passed.is_empty()
             && let Some(Value::Array(names)) = expected.get("tests_passed")
@@ -220,6 +234,14 @@ impl Source {
                     s.push_str(&format!(" file {f}"));
                 }
                 s
+            }
+            Source::Browser(b) => {
+                let page = match (&b.url, &b.url_env) {
+                    (Some(u), _) => redact_url(u),
+                    (None, Some(e)) => format!("${e}"),
+                    (None, None) => "<no url>".into(),
+                };
+                format!("browser {page} {}", short(&b.selector))
             }
             Source::SignedBy(id) => format!("signed by {id}"),
         }
@@ -328,6 +350,7 @@ impl Source {
                 git::check_rev(g.rev.as_deref().unwrap_or("HEAD"))?;
                 positive("max_bytes", g.max_bytes)
             }
+            Source::Browser(b) => browser::validate(b),
             Source::SignedBy(id) if id.trim().is_empty() => {
                 Err(ProbeError::invalid("signed_by must name a verifier id"))
             }
@@ -359,6 +382,11 @@ impl Source {
             }
             Source::Postgres(s) | Source::Mysql(s) => urls.push(&s.url_env),
             Source::Redis(r) => urls.push(&r.url_env),
+            Source::Browser(b) => {
+                b.headers.values().for_each(&mut value);
+                b.cookies.values().for_each(&mut value);
+                urls.extend(b.url_env.as_deref());
+            }
             Source::File(_) | Source::Sqlite(_) | Source::Git(_) | Source::SignedBy(_) => {}
         }
         for name in urls {
@@ -372,6 +400,7 @@ impl Source {
         match self {
             Source::Command(c) => c.timeout_s,
             Source::Http(h) => h.timeout_s,
+            Source::Browser(b) => b.timeout_s,
             _ => None,
         }
     }
@@ -445,6 +474,7 @@ async fn run(
         Source::Mysql(s) => sql::observe_mysql(s, ctx, limit, scrub).await,
         Source::Redis(r) => kv::observe(r, ctx, scrub).await,
         Source::Git(g) => git::observe(g, ctx, limit).await,
+        Source::Browser(b) => browser::observe(b, ctx, limit, scrub).await,
         Source::SignedBy(_) => Err(ProbeError::invalid(
             "a signed_by check is decided by the gate from the claim's signed evidence; no probe observes it",
         )),

@@ -94,6 +94,26 @@ pub fn kill_escaped() -> usize {
     killed
 }
 
+/// Reaps the children of this process left in process group `pgid` once its leader
+/// was killed with the whole group (a browser's renderers, re-parented here when this
+/// process is their subreaper). For at most about half a second.
+pub(crate) fn reap_group(pgid: i32) {
+    let me = rustix::process::getpid();
+    for _ in 0..50 {
+        let left: Vec<Proc> = children(me).into_iter().filter(|p| p.pgrp == pgid).collect();
+        if left.is_empty() {
+            return;
+        }
+        for p in &left {
+            if p.state != 'Z' {
+                let _ = rustix::process::kill_process(p.pid, Signal::KILL);
+            }
+            let _ = rustix::process::waitpid(Some(p.pid), WaitOptions::NOHANG);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// An adopted orphan is a child in another session than ours, or leading a process
 /// group that is not one of our commands'.
 fn is_orphan(p: &Proc, my_session: Option<i32>, is_command: bool) -> bool {

@@ -29,6 +29,8 @@ pub enum Source {
     Redis(RedisSpec),
     /// A git repository under the contract's root, through the `git` binary.
     Git(GitSpec),
+    /// A page rendered by a real headless Chromium (dom_assertion; docs/browser.md).
+    Browser(BrowserSpec),
     /// Delegated: the gate runs nothing and accepts the evidence item signed by this
     /// trusted verifier id (the contract's `[[trust]]`), bound to this claim and to
     /// the commit the gate sees. Decided by the gate, never observed by a probe.
@@ -286,4 +288,42 @@ pub struct GitSpec {
     /// Largest blob read for `file` (default 64 MiB).
     #[serde(default)]
     pub max_bytes: Option<u64>,
+}
+
+/// A page loaded in a real headless Chromium, and one CSS selector observed on it:
+/// `count`, `text`, `visible`, `attributes`, `html_sha256` and the page's `status`.
+/// Every request the page makes is held to the page's origin (see docs/browser.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserSpec {
+    /// The page's http(s) URL, written in the contract; must not contain a password.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Name of an environment variable holding the URL (when it carries credentials).
+    #[serde(default)]
+    pub url_env: Option<String>,
+    /// The CSS selector waited for and observed (the first match gives `text`,
+    /// `visible`, `attributes` and `html_sha256`; `count` counts every match).
+    pub selector: String,
+    /// Time limit in seconds for the whole observation (start, load, wait for the
+    /// selector); the smaller of this and the gate's limit applies.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// Request headers sent with the page's requests to its own origin only: literal
+    /// or `{ env = "NAME" }` (use env for tokens).
+    #[serde(default)]
+    pub headers: BTreeMap<String, EnvValue>,
+    /// Cookies (name → value, literal or `{ env = "NAME" }`) sent as a `Cookie` header
+    /// with the page's requests to its own origin only; never put in the browser's
+    /// cookie jar, so no script and no other port of the same host sees them.
+    #[serde(default)]
+    pub cookies: BTreeMap<String, EnvValue>,
+    /// `refuse` (default): a redirect of the page is an error; `follow`: the page may
+    /// redirect within its origin (a request to another origin is blocked either way).
+    #[serde(default)]
+    pub redirects: Redirects,
+    /// Attributes of the first match observed under `attributes.<name>` (null when
+    /// absent). [`crate::Source::adopt_expected`] adds the names the expectation uses.
+    #[serde(default)]
+    pub attributes: Vec<String>,
 }

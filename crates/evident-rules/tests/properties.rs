@@ -120,6 +120,7 @@ fn claim() -> impl Strategy<Value = Claim> {
                 }),
                 verdict: None,
                 required_checks: None,
+                extensions: Vec::new(),
             }
         })
 }
@@ -263,6 +264,7 @@ fn a_large_claim_is_decided_quickly() {
         policy: None,
         verdict: None,
         required_checks: None,
+        extensions: Vec::new(),
     };
     let started = std::time::Instant::now();
     let v = decide(&claim, &now(), &Options::default());
