@@ -776,4 +776,58 @@ expected = { exit_code = 0, failed = 0 }
     let (code, doc) = gate(Some(&start));
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["verdict"]["state"], "verified");
+
+/// `policy.partial = true` in a contract (the spec's open question 2): one of two
+/// mutations proven is `partial` in the report, the JSON, JUnit and Markdown, and still
+/// exits 3 under block; the same contract without the opt-in says unverified.
+#[test]
+fn a_contract_can_opt_in_to_partial_and_every_surface_shows_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("x.txt"), "done").unwrap();
+    let at = time::OffsetDateTime::now_utc() - time::Duration::seconds(30);
+    let at = at
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let claim = write(
+        tmp.path(),
+        "claim.json",
+        &format!(
+            r#"{{"spec_version": "0.1", "task": {{"id": "t"}}, "mutations": [{{"id": "m1", "kind": "state_write", "target": "x.txt", "at": "{at}"}}, {{"id": "m2", "kind": "state_write", "target": "y.txt", "at": "{at}"}}]}}"#
+        ),
+    );
+    let body = "[[check]]\nid = \"x\"\ncheck_type = \"state_readback\"\ncovers = { id = \"m1\" }\nsource = { file = { path = \"x.txt\", text = true } }\nexpected = { text = \"done\" }\n";
+    let plain = write(tmp.path(), "plain.toml", &format!("[policy]\n{body}"));
+    let (code, out, _) = run(evident(tmp.path()).arg("gate").arg(&plain).arg(&claim));
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("verdict   UNVERIFIED"), "{out}");
+
+    let opted = write(tmp.path(), "partial.toml", &format!("[policy]\npartial = true\n{body}"));
+    let junit = tmp.path().join("junit.xml");
+    let md = tmp.path().join("summary.md");
+    let (code, out, err) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(&opted)
+        .arg(&claim)
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--markdown")
+        .arg(&md));
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert!(out.contains("verdict   PARTIAL"), "{out}");
+    assert!(out.contains("coverage  1 of 2 mutations"), "{out}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(r#"failure message="partial""#), "{xml}");
+    let summary = std::fs::read_to_string(&md).unwrap();
+    assert!(summary.contains("**partial**"), "{summary}");
+    assert!(summary.contains("Coverage: 1 of 2 mutations"), "{summary}");
+    let (code, out, _) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(&opted)
+        .arg(&claim)
+        .arg("--json"));
+    assert_eq!(code, 3, "{out}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["verdict"]["state"], "partial");
+    assert_eq!(doc["verdict"]["coverage"]["covered"], 1);
+    assert_eq!(doc["verdict"]["unmet"], serde_json::json!(["mutation:m2"]));
 }

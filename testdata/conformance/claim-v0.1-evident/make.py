@@ -155,3 +155,30 @@ vec("partial-contradiction-still-refutes", "A contradiction refutes whatever the
     lambda d: (two(d), d["policy"].update(partial=True), ev(d).update(observed_value={"billing_zip": "1"})), refuted)
 vec("partial-everything-covered-verifies", "All mutations covered under the opt-in: verified.",
     lambda d: d["policy"].update(partial=True), ok)
+
+# The `dom_assertion` extension (the spec's open question 3): a claim document may
+# require it only when it declares it; without the declaration the shared vector
+# invalid-requires-unknown-type stands.
+dom_item = lambda obs: {
+    "check_type": "dom_assertion", "target": "browser http://127.0.0.1:8080/orders/4471 #status",
+    "expected": {"text": "Paid"}, "observed_value": obs,
+    "at": "2026-08-27T18:04:09Z", "covers": ["m1"],
+    "verifier": {"id": "gitreal-gate/0.3", "kind": "independent"}}
+def dom(obs):
+    def edit(d):
+        d["extensions"] = ["dom_assertion"]
+        d["mutations"][0].update(kind="browser_action", target="orders/4471")
+        d["policy"]["requires"] = ["dom_assertion"]
+        d["evidence"] = [dom_item(obs)]
+    return edit
+vec("dom-assertion-declared-verifies", "With extensions = [dom_assertion], a policy may require it and a matching rendered-page observation verifies.",
+    dom({"text": "Paid", "count": 1, "visible": True}), ok)
+vec("dom-assertion-declared-contradiction-refutes", "A rendered page showing another text refutes, as any readback.",
+    dom({"text": "Pending", "count": 1, "visible": True}), refuted)
+vec("dom-assertion-required-but-absent", "Required and declared, but only a state_readback was collected: unverified, dom_assertion unmet.",
+    lambda d: (d.update(extensions=["dom_assertion"]), d["policy"].update(requires=["dom_assertion"])),
+    {"state": "unverified", "unmet": ["dom_assertion"]})
+vec("invalid-requires-dom-assertion-undeclared", "Without the declaration a v0.1 reader refuses the extension type (as the shared invalid-requires-unknown-type).",
+    lambda d: d["policy"].update(requires=["state_readback", "dom_assertion"]), {"invalid": "policy.requires[1]"})
+vec("invalid-unknown-extension", "Only extensions evident knows can be declared.",
+    lambda d: d.update(extensions=["css_magic"]), {"invalid": "extensions[0]"})

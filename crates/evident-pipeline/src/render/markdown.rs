@@ -22,6 +22,13 @@ pub fn render(d: &Decision) -> String {
         code(&d.claim.claim.task.id)
     );
     let _ = writeln!(out, "{}\n", cell(&v.reason));
+    if let Some(c) = v.coverage {
+        let _ = writeln!(
+            out,
+            "Coverage: {} of {} mutations covered by satisfying evidence\n",
+            c.covered, c.total
+        );
+    }
     if !v.unmet.is_empty() {
         let _ = writeln!(out, "Unmet: `{}`\n", code(&v.unmet.join(", ")));
     }
