@@ -26,6 +26,8 @@ struct Cli {
 enum Command {
     Verify(cmd::verify::Args),
     Gate(cmd::gate::Args),
+    /// Record the hashes of a contract's [[snapshot]] sets before the agent runs.
+    Snapshot(cmd::snapshot::Args),
     Hook(cmd::hook::Args),
     Claim(cmd::claim::Args),
     Init(cmd::init::Args),
@@ -77,6 +79,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Verify(a) => cmd::verify::run(a),
         Command::Gate(a) => cmd::gate::run(a),
+        Command::Snapshot(a) => cmd::snapshot::run(a),
         Command::Hook(a) => cmd::hook::run(a),
         Command::Claim(a) => cmd::claim::run(a),
         Command::Init(a) => cmd::init::run(a),

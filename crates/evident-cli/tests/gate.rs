@@ -801,7 +801,11 @@ fn a_contract_can_opt_in_to_partial_and_every_surface_shows_it() {
     assert_eq!(code, 3, "{out}");
     assert!(out.contains("verdict   UNVERIFIED"), "{out}");
 
-    let opted = write(tmp.path(), "partial.toml", &format!("[policy]\npartial = true\n{body}"));
+    let opted = write(
+        tmp.path(),
+        "partial.toml",
+        &format!("[policy]\npartial = true\n{body}"),
+    );
     let junit = tmp.path().join("junit.xml");
     let md = tmp.path().join("summary.md");
     let (code, out, err) = run(evident(tmp.path())

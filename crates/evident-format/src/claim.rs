@@ -378,7 +378,10 @@ impl ClaimDocument {
             }
         }
         for (i, e) in self.claim.extensions.iter().enumerate() {
-            if !CheckType::ALL.iter().any(|t| t.extension() == Some(e.as_str())) {
+            if !CheckType::ALL
+                .iter()
+                .any(|t| t.extension() == Some(e.as_str()))
+            {
                 return err(
                     format!("extensions[{i}]"),
                     format!("unknown extension {e:?} (known: dom_assertion)"),

@@ -34,6 +34,15 @@ pub struct Contract {
     /// gate itself ignores them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook: Option<HookSettings>,
+    /// Sets of state recorded before the agent runs (`evident snapshot`) and compared
+    /// at `gate --before`: every difference must be claimed (TOML: `[[snapshot]]`;
+    /// docs/snapshots.md).
+    #[serde(rename = "snapshot", default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<crate::snapshot::Snapshot>,
+    /// How old a snapshot may be at gate time, in seconds (default a day): an
+    /// agent's run takes longer than an observation's `max_age_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_max_age_s: Option<f64>,
 }
 
 /// The `[hook]` table of a contract.
@@ -325,6 +334,9 @@ impl Contract {
                 "hook.max_refusals".into(),
                 "max_refusals must be at least 1".into(),
             );
+        }
+        if let Err((path, message)) = crate::snapshot::validate(self) {
+            return err(path, message);
         }
         let mut ids = HashSet::new();
         for (i, c) in self.checks.iter().enumerate() {

@@ -8,6 +8,7 @@
 pub mod contract;
 pub mod lint;
 pub mod run;
+pub mod snapshot;
 
 pub use contract::{Applies, Check, Contract, ContractDocument, Covers};
 pub use run::{CheckRun, Outcome, Planned, Settings, verifier_id};

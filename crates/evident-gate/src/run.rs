@@ -6,7 +6,8 @@
 
 use crate::contract::{Applies, Check, Contract};
 use evident_format::{
-    Claim, ClaimDocument, Evidence, OnUnverified, Timestamp, Verifier, VerifierKind, Wave,
+    CheckType, Claim, ClaimDocument, Evidence, OnUnverified, Timestamp, Verifier, VerifierKind,
+    Wave,
 };
 use evident_probes::{Context, Observation, Source};
 use evident_rules::{Options, Verdict, decide};
@@ -163,7 +164,34 @@ pub fn plan(contract: &Contract, claim: &Claim, only: Option<&str>) -> Vec<Plann
             (_, true) => vec![Wave::Before, Wave::After],
         };
     }
+    // Each snapshot is a task-level requirement, compared once after everything ran.
+    for s in &contract.snapshots {
+        let id = snapshot_check_id(&s.id);
+        let runs = only.is_none_or(|o| o == id);
+        planned.push(Planned {
+            check_id: id,
+            check_type: CheckType::StateReadback.as_str().into(),
+            target: format!("snapshot {}: {}", s.id, s.source.describe()),
+            covers: Vec::new(),
+            applies: true,
+            why: if runs {
+                "always applies: every change since the snapshot (gate --before) must be the target of a claimed mutation".into()
+            } else {
+                "always applies (not run: --only)".into()
+            },
+            waves: if runs {
+                vec![if commands { Wave::After } else { Wave::Before }]
+            } else {
+                Vec::new()
+            },
+        });
+    }
     planned
+}
+
+/// The check id a snapshot's comparison is recorded under.
+pub fn snapshot_check_id(id: &str) -> String {
+    format!("snapshot:{id}")
 }
 
 fn is_command(c: &Check) -> bool {
@@ -182,6 +210,21 @@ pub async fn run(
     contract: &Contract,
     claim: ClaimDocument,
     settings: &Settings,
+    authenticate: &(dyn Fn(&Value) -> bool + Sync),
+    sign: &(dyn Fn(&Value) -> Option<Value> + Sync),
+) -> Outcome {
+    run_with_before(contract, claim, settings, None, authenticate, sign).await
+}
+
+/// [`run`], with the snapshot taken before the agent ran (`gate --before`): `None`
+/// when none was given, `Some(Err(why))` when the file was refused
+/// ([`crate::snapshot::check`]). Either leaves every snapshot check unobserved, so a
+/// contract with `[[snapshot]]` cannot verify without a good snapshot.
+pub async fn run_with_before(
+    contract: &Contract,
+    claim: ClaimDocument,
+    settings: &Settings,
+    before: Option<&Result<crate::snapshot::Before, String>>,
     authenticate: &(dyn Fn(&Value) -> bool + Sync),
     sign: &(dyn Fn(&Value) -> Option<Value> + Sync),
 ) -> Outcome {
@@ -277,6 +320,7 @@ pub async fn run(
     }
 
     evident_probes::reaper::kill_escaped();
+    let snapshot_runs = compare_snapshots(contract, &claim.claim, &plan, settings, before).await;
     // Each probe scrubs the secrets it used; this scrubs every observation with the
     // secrets of every check, so one check cannot show another's secret.
     let mut scrub = evident_probes::Scrubber::default();
@@ -284,6 +328,9 @@ pub async fn run(
         check
             .source
             .register_secrets(&settings.context.env, &mut scrub);
+    }
+    for s in &contract.snapshots {
+        s.source.register_secrets(&settings.context.env, &mut scrub);
     }
 
     let own = claim.claim.evidence.len();
@@ -382,6 +429,69 @@ pub async fn run(
         });
     }
 
+    for (pi, observed, error, took) in snapshot_runs {
+        let p = &plan[pi];
+        let Some(&wave) = p.waves.first() else {
+            continue;
+        };
+        let expected: Map<String, Value> = [("unclaimed_changes".to_string(), Value::from(0))]
+            .into_iter()
+            .collect();
+        let observed = scrub.scrub_value(observed);
+        let error = error.map(|e| scrub.scrub(&e));
+        let at = Timestamp::now();
+        let mut item = serde_json::json!({
+            "check_type": p.check_type,
+            "target": p.target,
+            "expected": Value::Object(expected.clone()),
+            "observed_value": observed.clone(),
+            "at": at.as_str(),
+            "covers": [],
+            "verifier": { "id": verifier, "kind": "independent" },
+            "check_id": p.check_id,
+            "bound_to": binding,
+            "wave": wave.as_str(),
+            "run": run_json,
+        });
+        if let Some(err) = &error {
+            item["observation_error"] = Value::String(err.clone());
+        }
+        if let Some(sig) = sign(&item) {
+            item["signature"] = sig;
+        }
+        typed.evidence.push(Evidence {
+            check_type: p.check_type.clone(),
+            target: Some(p.target.clone()),
+            expected: Value::Object(expected.clone()),
+            observed_value: observed.clone(),
+            at,
+            covers: Vec::new(),
+            verifier: Verifier {
+                id: verifier.clone(),
+                kind: VerifierKind::Independent,
+            },
+            observation_error: error.clone(),
+            signature: item.get("signature").cloned(),
+            bound_to: Some(binding.clone()),
+            check_id: Some(p.check_id.clone()),
+            wave: Some(wave),
+            run: Some(run.clone()),
+        });
+        push_evidence(&mut document, item);
+        runs.push(CheckRun {
+            check_id: p.check_id.clone(),
+            check_type: p.check_type.clone(),
+            evidence: own + runs.len(),
+            target: p.target.clone(),
+            covers: Vec::new(),
+            expected,
+            observed,
+            error,
+            wave,
+            duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        });
+    }
+
     // The owner's policy and checks decide, not the agent's.
     typed.policy = Some(contract.policy.clone());
     typed.required_checks = Some(required.clone());
@@ -463,6 +573,61 @@ pub async fn run(
         on_unverified,
         warnings,
     }
+}
+
+/// Reads every snapshot's set again and compares it with the one taken before:
+/// (plan index, observed, error, duration) for each snapshot that runs.
+async fn compare_snapshots(
+    contract: &Contract,
+    claim: &Claim,
+    plan: &[Planned],
+    settings: &Settings,
+    before: Option<&Result<crate::snapshot::Before, String>>,
+) -> Vec<(usize, Value, Option<String>, Duration)> {
+    let claimed: Vec<String> = claim
+        .mutations
+        .iter()
+        .filter_map(|m| m.target.as_deref())
+        .filter_map(crate::contract::canonical_target)
+        .map(|t| t.into_owned())
+        .collect();
+    let is_claimed = |t: &str| {
+        crate::contract::canonical_target(t).is_some_and(|t| claimed.iter().any(|c| *c == t))
+    };
+    let mut out = Vec::new();
+    let base = contract.checks.len();
+    for (k, s) in contract.snapshots.iter().enumerate() {
+        let pi = base + k;
+        if plan.get(pi).is_none_or(|p| p.waves.is_empty()) {
+            continue;
+        }
+        let started = Instant::now();
+        let result: Result<Value, String> = match before {
+            None => Err(
+                "no snapshot was given: the contract declares [[snapshot]], so the gate needs --before FILE from `evident snapshot` taken before the agent ran".into(),
+            ),
+            Some(Err(why)) => Err(format!("the snapshot was refused: {why}")),
+            Some(Ok(b)) => match b.sets.get(&s.id) {
+                None => Err(format!("the snapshot has no set {:?}", s.id)),
+                Some(then) => {
+                    let limit = settings.deadline.min(Duration::from_secs(600));
+                    match crate::snapshot::read(s, &settings.context, limit).await {
+                        Err(e) => Err(e),
+                        Ok(now) => {
+                            let diffs = crate::snapshot::differences(then, &now, &is_claimed);
+                            let (obs, err) = crate::snapshot::observation(&diffs);
+                            out.push((pi, Value::Object(obs), err, started.elapsed()));
+                            continue;
+                        }
+                    }
+                }
+            },
+        };
+        if let Err(e) = result {
+            out.push((pi, Value::Null, Some(e), started.elapsed()));
+        }
+    }
+    out
 }
 
 /// A run id: unique per run (time, process, a counter), tied to the claim.

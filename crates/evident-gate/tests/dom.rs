@@ -64,10 +64,7 @@ async fn other_origin() -> (u16, Log) {
     tokio::spawn(async move {
         while let Ok((mut sock, _)) = l.accept().await {
             let head = read_head(&mut sock).await;
-            seen.0
-                .lock()
-                .unwrap()
-                .push(head.replace("\r\n", " | "));
+            seen.0.lock().unwrap().push(head.replace("\r\n", " | "));
             let _ = sock
                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
                 .await;
@@ -117,8 +114,20 @@ window.addEventListener("load", () => setTimeout(async () => {
 }, 300));
 </script>"#;
 
-fn page(path: &str, other: u16, me: u16, cookie_ok: bool) -> (&'static str, &'static str, String, String) {
-    let html = |body: String| ("200 OK", "text/html", String::new(), format!("<!doctype html><html><body><h1>Order 4471</h1>{body}</body></html>"));
+fn page(
+    path: &str,
+    other: u16,
+    me: u16,
+    cookie_ok: bool,
+) -> (&'static str, &'static str, String, String) {
+    let html = |body: String| {
+        (
+            "200 OK",
+            "text/html",
+            String::new(),
+            format!("<!doctype html><html><body><h1>Order 4471</h1>{body}</body></html>"),
+        )
+    };
     let o = format!("http://127.0.0.1:{other}");
     match path {
         "/orders/paid" => html(LATE_STATUS.replace("STATE", "paid")),
@@ -148,11 +157,30 @@ try {{ new Worker("/worker.js"); }} catch (e) {{}}
 </script>{}"#,
             LATE_STATUS.replace("STATE", "paid")
         )),
-        "/worker.js" => ("200 OK", "text/javascript", String::new(), format!("fetch('{o}/worker-file').catch(() => {{}});")),
-        "/redirect" => ("302 Found", "text/plain", format!("Location: http://127.0.0.1:{me}/orders/paid\r\n"), String::new()),
-        "/redirect-out" => ("302 Found", "text/plain", format!("Location: {o}/orders/paid\r\n"), String::new()),
+        "/worker.js" => (
+            "200 OK",
+            "text/javascript",
+            String::new(),
+            format!("fetch('{o}/worker-file').catch(() => {{}});"),
+        ),
+        "/redirect" => (
+            "302 Found",
+            "text/plain",
+            format!("Location: http://127.0.0.1:{me}/orders/paid\r\n"),
+            String::new(),
+        ),
+        "/redirect-out" => (
+            "302 Found",
+            "text/plain",
+            format!("Location: {o}/orders/paid\r\n"),
+            String::new(),
+        ),
         p if p.starts_with("/api/") => {
-            let state = if cookie_ok { p.trim_start_matches("/api/") } else { "anonymous" };
+            let state = if cookie_ok {
+                p.trim_start_matches("/api/")
+            } else {
+                "anonymous"
+            };
             let mut s = state.to_string();
             if let Some(c) = s.get_mut(..1) {
                 c.make_ascii_uppercase();
@@ -217,7 +245,11 @@ async fn gate(contract_toml: &str) -> Outcome {
         evident_gate::run::run(&contract.contract, doc, &settings, &|_| false, &|_| None).await;
     let shown = format!("{:?} {}", out.verdict, out.document);
     assert!(!shown.contains(SESSION), "the cookie leaked: {shown}");
-    assert_eq!(browsers_left(), Vec::<String>::new(), "chromium left running");
+    assert_eq!(
+        browsers_left(),
+        Vec::<String>::new(),
+        "chromium left running"
+    );
     out
 }
 
@@ -249,20 +281,37 @@ fn observed(o: &Outcome) -> &Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(evident_services), ignore = "needs chromium: .ci/run installs it and runs this")]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
 async fn status_written_by_javascript_after_load_verifies() {
     let (other, _) = other_origin().await;
     let (port, api) = app(other).await;
     let url = format!("http://127.0.0.1:{port}/orders/paid");
-    let o = gate(&contract(&url, r#"{ text = "Paid", visible = true, count = 1, attributes = { "data-state" = "paid" } }"#, "")).await;
-    assert_eq!(o.verdict.state, State::Verified, "{}\n{:?}", o.verdict.reason, o.runs);
+    let o = gate(&contract(
+        &url,
+        r#"{ text = "Paid", visible = true, count = 1, attributes = { "data-state" = "paid" } }"#,
+        "",
+    ))
+    .await;
+    assert_eq!(
+        o.verdict.state,
+        State::Verified,
+        "{}\n{:?}",
+        o.verdict.reason,
+        o.runs
+    );
     let obs = observed(&o);
     assert_eq!(obs["status"], 200);
     assert_eq!(obs["text"], "Paid", "whitespace-normalised");
     assert_eq!(obs["attributes"]["data-state"], "paid");
     assert!(obs["html_sha256"].as_str().is_some_and(|h| h.len() == 64));
     assert!(obs["sandboxed"].is_boolean());
-    assert!(api.load(Ordering::SeqCst) >= 1, "the owner's cookie reached the page's own API");
+    assert!(
+        api.load(Ordering::SeqCst) >= 1,
+        "the owner's cookie reached the page's own API"
+    );
     // The decided document declares the extension and reads back strictly.
     assert_eq!(o.document["extensions"], json!(["dom_assertion"]));
     let text = serde_json::to_vec(&o.document).unwrap();
@@ -270,7 +319,10 @@ async fn status_written_by_javascript_after_load_verifies() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(evident_services), ignore = "needs chromium: .ci/run installs it and runs this")]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
 async fn another_status_refutes() {
     let (other, _) = other_origin().await;
     let (port, _) = app(other).await;
@@ -281,7 +333,10 @@ async fn another_status_refutes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(evident_services), ignore = "needs chromium: .ci/run installs it and runs this")]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
 async fn a_hidden_element_is_observed_not_visible() {
     let (other, _) = other_origin().await;
     let (port, _) = app(other).await;
@@ -292,21 +347,33 @@ async fn a_hidden_element_is_observed_not_visible() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(evident_services), ignore = "needs chromium: .ci/run installs it and runs this")]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
 async fn a_selector_that_never_appears_is_unverified() {
     let (other, _) = other_origin().await;
     let (port, _) = app(other).await;
     let url = format!("http://127.0.0.1:{port}/orders/never");
     let started = std::time::Instant::now();
-    let o = gate(&contract(&url, r#"{ text = "Paid" }"#, "").replace("timeout_s = 20", "timeout_s = 3")).await;
+    let o = gate(
+        &contract(&url, r#"{ text = "Paid" }"#, "").replace("timeout_s = 20", "timeout_s = 3"),
+    )
+    .await;
     assert_eq!(o.verdict.state, State::Unverified, "{}", o.verdict.reason);
     let err = o.runs[0].error.clone().unwrap_or_default();
     assert!(err.contains("did not appear"), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(10), "bounded by timeout_s");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "bounded by timeout_s"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(evident_services), ignore = "needs chromium: .ci/run installs it and runs this")]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
 async fn a_server_error_page_is_unverified_even_with_the_text() {
     let (other, _) = other_origin().await;
     let (port, _) = app(other).await;
@@ -321,33 +388,78 @@ async fn a_server_error_page_is_unverified_even_with_the_text() {
 /// (fetch with credentials, an image, a stylesheet, an iframe, a beacon, XHR, a
 /// WebSocket, two workers). Nothing arrives there; the page's own status still counts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(evident_services), ignore = "needs chromium: .ci/run installs it and runs this")]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
 async fn no_request_of_the_page_reaches_another_origin() {
     let (other, log) = other_origin().await;
     let (port, _) = app(other).await;
     let url = format!("http://127.0.0.1:{port}/orders/exfil");
     let o = gate(&contract(&url, r#"{ text = "Paid" }"#, "")).await;
-    assert_eq!(o.verdict.state, State::Verified, "{}\n{:?}", o.verdict.reason, o.runs);
+    assert_eq!(
+        o.verdict.state,
+        State::Verified,
+        "{}\n{:?}",
+        o.verdict.reason,
+        o.runs
+    );
     // Give any stray request time to land.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(log.lines(), Vec::<String>::new(), "another origin was reached");
+    assert_eq!(
+        log.lines(),
+        Vec::<String>::new(),
+        "another origin was reached"
+    );
     let blocked = observed(&o)["blocked_origins"].to_string();
     assert!(blocked.contains(&format!("127.0.0.1:{other}")), "{blocked}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(evident_services), ignore = "needs chromium: .ci/run installs it and runs this")]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
 async fn redirects_are_refused_unless_followed_and_never_leave_the_origin() {
     let (other, log) = other_origin().await;
     let (port, _) = app(other).await;
     let url = format!("http://127.0.0.1:{port}/redirect");
     let o = gate(&contract(&url, r#"{ text = "Paid" }"#, "")).await;
     assert_eq!(o.verdict.state, State::Unverified, "{}", o.verdict.reason);
-    assert!(o.runs[0].error.clone().unwrap_or_default().contains("redirect"));
-    let o = gate(&contract(&url, r#"{ text = "Paid" }"#, r#", redirects = "follow""#)).await;
-    assert_eq!(o.verdict.state, State::Verified, "{}\n{:?}", o.verdict.reason, o.runs);
+    assert!(
+        o.runs[0]
+            .error
+            .clone()
+            .unwrap_or_default()
+            .contains("redirect")
+    );
+    let o = gate(&contract(
+        &url,
+        r#"{ text = "Paid" }"#,
+        r#", redirects = "follow""#,
+    ))
+    .await;
+    assert_eq!(
+        o.verdict.state,
+        State::Verified,
+        "{}\n{:?}",
+        o.verdict.reason,
+        o.runs
+    );
     let out = format!("http://127.0.0.1:{port}/redirect-out");
-    let o = gate(&contract(&out, r#"{ text = "Paid" }"#, r#", redirects = "follow", timeout_s = 4"#).replace("timeout_s = 20, ", "")).await;
+    let o = gate(
+        &contract(
+            &out,
+            r#"{ text = "Paid" }"#,
+            r#", redirects = "follow", timeout_s = 4"#,
+        )
+        .replace("timeout_s = 20, ", ""),
+    )
+    .await;
     assert_eq!(o.verdict.state, State::Unverified, "{}", o.verdict.reason);
-    assert_eq!(log.lines(), Vec::<String>::new(), "the redirect reached another origin");
+    assert_eq!(
+        log.lines(),
+        Vec::<String>::new(),
+        "the redirect reached another origin"
+    );
 }

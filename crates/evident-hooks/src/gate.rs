@@ -68,6 +68,7 @@ pub fn decide(
             ledger: Some(opts.ledger.clone()),
             checkpoint: None,
         },
+        before: None,
     })
     .map_err(|e| e.to_string())?;
     let mut explanation = decision.verdict.reason.clone();

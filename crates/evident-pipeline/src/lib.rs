@@ -274,6 +274,10 @@ pub struct GateRequest<'a> {
     pub key_path: Option<&'a std::path::Path>,
     /// Where to record the decision.
     pub recording: Recording,
+    /// The snapshot file `evident snapshot` wrote before the agent ran (`gate
+    /// --before`), as read; checked here against the contract, the clock and the
+    /// gate's key or the contract's `[[trust]]`.
+    pub before: Option<Value>,
 }
 
 /// Runs the owner's contract against the world now and decides the claim.
@@ -290,6 +294,7 @@ pub fn gate(req: GateRequest<'_>) -> Result<Decision, Error> {
         key,
         key_path,
         recording,
+        before,
     } = req;
     if let Some(k) = key {
         settings.verifier_id = k.id().to_string();
@@ -306,10 +311,12 @@ pub fn gate(req: GateRequest<'_>) -> Result<Decision, Error> {
         .enable_all()
         .build()
         .map_err(|e| Error::Runtime(e.to_string()))?;
-    let outcome = runtime.block_on(evident_gate::run::run(
+    let before = before.map(|doc| check_snapshot(&doc, &contract.contract, key));
+    let outcome = runtime.block_on(evident_gate::run::run_with_before(
         &contract.contract,
         claim,
         &settings,
+        before.as_ref(),
         &authenticate,
         &sign,
     ));
@@ -333,6 +340,29 @@ pub fn gate(req: GateRequest<'_>) -> Result<Decision, Error> {
         record: None,
     };
     finish(decision, &recording, key)
+}
+
+/// A snapshot file checked for `contract` now: signed by the gate's own key or by a
+/// verifier of the contract's `[[trust]]`, for this contract, fresh.
+pub fn check_snapshot(
+    doc: &Value,
+    contract: &evident_gate::Contract,
+    key: Option<&Key>,
+) -> Result<evident_gate::snapshot::Before, String> {
+    let mut entries = contract.trust.clone();
+    if let Some(k) = key {
+        entries.push(evident_gate::contract::TrustedVerifier {
+            id: k.id().to_string(),
+            public_key: k.public_key_base64(),
+        });
+    }
+    let trust = trust_list(&entries).map_err(|e| e.to_string())?;
+    let authenticate = |v: &Value| {
+        trust
+            .as_ref()
+            .is_some_and(|t| evident_ledger::sign::authenticate(v, t).is_ok())
+    };
+    evident_gate::snapshot::check(doc, contract, &Timestamp::now(), &authenticate)
 }
 
 /// The trust list a contract embeds, if any.

@@ -175,14 +175,12 @@ impl Rules {
         match method {
             "Target.attachedToTarget" => self.attached(link, &params),
             "Fetch.requestPaused" => self.paused(link, session, &params),
-            "Network.responseReceived" => {
-                if self.is_main_document(&params) {
-                    let status = params
-                        .pointer("/response/status")
-                        .and_then(Value::as_u64)
-                        .and_then(|s| u16::try_from(s).ok());
-                    self.seen().status = status;
-                }
+            "Network.responseReceived" if self.is_main_document(&params) => {
+                let status = params
+                    .pointer("/response/status")
+                    .and_then(Value::as_u64)
+                    .and_then(|s| u16::try_from(s).ok());
+                self.seen().status = status;
             }
             "Network.requestWillBeSent" => {
                 if self.is_main_document(&params)
@@ -239,12 +237,12 @@ impl Rules {
         // Frames and dedicated workers of this target are attached (paused) in turn.
         // (WebSockets and preconnects pass no interception: the origin proxy holds
         // them, crate::origin_proxy.)
-        let _ = link.send(
+        link.fire(
             s,
             "Target.setAutoAttach",
             json!({ "autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true }),
         );
-        let _ = link.send(s, "Network.enable", json!({}));
+        link.fire(s, "Network.enable", json!({}));
         // WebSockets never pass through Fetch: none may open (a page needing one
         // cannot be observed here; docs/browser.md).
         let rules = self.clone();
@@ -270,7 +268,7 @@ impl Rules {
             };
             // A target whose requests cannot be held stays paused: it never runs.
             if resume {
-                let _ = link.send(s, "Runtime.runIfWaitingForDebugger", json!({}));
+                link.fire(s, "Runtime.runIfWaitingForDebugger", json!({}));
             }
             rules.seen().sessions.insert(target, session);
             rules.attached.notify_waiters();
@@ -287,7 +285,9 @@ impl Rules {
             .pointer("/request/url")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let allowed = url::Url::parse(raw).ok().filter(|u| same_origin(&self.page, u));
+        let allowed = url::Url::parse(raw)
+            .ok()
+            .filter(|u| same_origin(&self.page, u));
         match allowed {
             Some(_) => {
                 let mut headers: Vec<(String, String)> = params
@@ -307,7 +307,7 @@ impl Rules {
                     .into_iter()
                     .map(|(name, value)| json!({ "name": name, "value": value }))
                     .collect();
-                let _ = link.send(
+                link.fire(
                     session,
                     "Fetch.continueRequest",
                     json!({ "requestId": id, "headers": list }),
@@ -318,7 +318,7 @@ impl Rules {
                     .map(|u| authority(&u))
                     .unwrap_or_else(|_| "<unparseable URL>".into());
                 self.seen().blocked.insert(shown);
-                let _ = link.send(
+                link.fire(
                     session,
                     "Fetch.failRequest",
                     json!({ "requestId": id, "errorReason": "BlockedByClient" }),
@@ -370,9 +370,8 @@ fn launch(
         reason,
     };
     // fd 3: what the browser reads (our commands); fd 4: what it writes.
-    let (to_browser_r, to_browser_w) =
-        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-            .map_err(|e| spawn_err(format!("pipe: {e}")))?;
+    let (to_browser_r, to_browser_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| spawn_err(format!("pipe: {e}")))?;
     let (from_browser_r, from_browser_w) =
         rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
             .map_err(|e| spawn_err(format!("pipe: {e}")))?;
@@ -458,8 +457,8 @@ fn launch(
         pid,
         guard: GroupGuard(pid.and_then(rustix::process::Pid::from_raw)),
     };
-    let write = pipe::Sender::from_owned_fd(to_browser_w)
-        .map_err(|e| spawn_err(format!("pipe: {e}")))?;
+    let write =
+        pipe::Sender::from_owned_fd(to_browser_w).map_err(|e| spawn_err(format!("pipe: {e}")))?;
     let read = pipe::Receiver::from_owned_fd(from_browser_r)
         .map_err(|e| spawn_err(format!("pipe: {e}")))?;
     Ok((running, write, read))
@@ -568,7 +567,10 @@ pub async fn observe(
     let result = result.map_err(|e| match e {
         ProbeError::Spawn { program, reason } => ProbeError::Spawn {
             program,
-            reason: format!("{reason}; chromium said: {}", stderr_tail(profile.path(), scrub)),
+            reason: format!(
+                "{reason}; chromium said: {}",
+                stderr_tail(profile.path(), scrub)
+            ),
         },
         e => e,
     });
@@ -598,7 +600,12 @@ async fn drive(
     let call = |session: Option<String>, method: &'static str, params: Value| {
         let link = link.clone();
         async move {
-            match tokio::time::timeout_at(until(deadline), link.call(session.as_deref(), method, params)).await {
+            match tokio::time::timeout_at(
+                until(deadline),
+                link.call(session.as_deref(), method, params),
+            )
+            .await
+            {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => Err(dev(method, e)),
                 Err(_) => Err(timeout(&format!("the browser did not answer {method}"))),
@@ -632,7 +639,10 @@ async fn drive(
         if let Some(s) = rules.seen().sessions.get(&target) {
             break s.clone();
         }
-        if tokio::time::timeout_at(until(deadline), notified).await.is_err() {
+        if tokio::time::timeout_at(until(deadline), notified)
+            .await
+            .is_err()
+        {
             return Err(timeout("the browser did not attach the page"));
         }
     };
@@ -642,7 +652,11 @@ async fn drive(
     let s = Some(session);
     let nav = call(s.clone(), "Page.navigate", json!({ "url": page.as_str() })).await?;
     let target_shown = authority(page);
-    if let Some(err) = nav.get("errorText").and_then(Value::as_str).filter(|e| !e.is_empty()) {
+    if let Some(err) = nav
+        .get("errorText")
+        .and_then(Value::as_str)
+        .filter(|e| !e.is_empty())
+    {
         let status = rules.seen().status;
         if let Some(st) = status.filter(|s| *s >= 500) {
             return Err(server_error(st));
@@ -662,7 +676,9 @@ async fn drive(
         {
             let seen = rules.seen();
             if let Some(why) = &seen.broken {
-                return Err(ProbeError::Http { reason: why.clone() });
+                return Err(ProbeError::Http {
+                    reason: why.clone(),
+                });
             }
             if let Some((status, location)) = &seen.redirect
                 && spec.redirects == Redirects::Refuse
@@ -812,8 +828,14 @@ mod tests {
         let ok = |u: &str| same_origin(&page, &url::Url::parse(u).unwrap());
         assert!(ok("http://127.0.0.1:8080/api/status"));
         assert!(ok("https://127.0.0.1/x"));
-        assert!(!ok("http://127.0.0.1:9999/steal"), "another port is another origin");
-        assert!(!ok("https://127.0.0.1:8443/"), "an upgrade only to the default port");
+        assert!(
+            !ok("http://127.0.0.1:9999/steal"),
+            "another port is another origin"
+        );
+        assert!(
+            !ok("https://127.0.0.1:8443/"),
+            "an upgrade only to the default port"
+        );
         assert!(!ok("http://localhost:8080/"), "another host name");
         assert!(!ok("ws://127.0.0.1:8080/"));
         assert!(!ok("file:///etc/passwd"));

@@ -16,12 +16,14 @@ use tokio::sync::{mpsc, oneshot};
 pub const MAX_MESSAGE: usize = 32 * 1024 * 1024;
 
 type Reply = Result<Value, String>;
+/// Replies awaited, by command id; `None` once the pipe closed.
+type Pending = Arc<Mutex<Option<HashMap<u64, oneshot::Sender<Reply>>>>>;
 
 /// A handle for sending commands; cheap to clone (the event handler holds one).
 #[derive(Clone)]
 pub struct Link {
     tx: mpsc::UnboundedSender<Vec<u8>>,
-    pending: Arc<Mutex<Option<HashMap<u64, oneshot::Sender<Reply>>>>>,
+    pending: Pending,
     next: Arc<AtomicU64>,
 }
 
@@ -60,6 +62,11 @@ impl Link {
             self.fail_all("the browser's DevTools pipe is closed");
         }
         rx
+    }
+
+    /// Sends without waiting for the reply (it is dropped when it comes).
+    pub fn fire(&self, session: Option<&str>, method: &str, params: Value) {
+        drop(self.send(session, method, params));
     }
 
     /// Sends and waits for the reply's `result`.

@@ -59,7 +59,18 @@ pub async fn observe(
             spec.url_env
         ))
     })?;
-    let mut con = client
+    let mut con = connect(&client, &target).await?;
+    let mut obj = Map::new();
+    observe_op(spec, &mut con, max, &mut obj).await?;
+    Ok(obj)
+}
+
+async fn connect(
+    client: &redis::Client,
+    target: &str,
+) -> Result<redis::aio::MultiplexedConnection, ProbeError> {
+    let target = target.to_string();
+    client
         .get_multiplexed_async_connection()
         .await
         .map_err(|e| {
@@ -78,13 +89,20 @@ pub async fn observe(
                     reason: e.to_string(),
                 }
             }
-        })?;
-    let mut obj = Map::new();
+        })
+}
+
+async fn observe_op(
+    spec: &RedisSpec,
+    con: &mut redis::aio::MultiplexedConnection,
+    max: u64,
+    obj: &mut Object,
+) -> Result<(), ProbeError> {
     match spec.op {
         RedisOp::Exists => {
             let n: i64 = redis::cmd("EXISTS")
                 .arg(&spec.key)
-                .query_async(&mut con)
+                .query_async(&mut *con)
                 .await
                 .map_err(cmd_error)?;
             obj.insert("exists".into(), Value::Bool(n > 0));
@@ -93,7 +111,7 @@ pub async fn observe(
             // STRLEN fails with WRONGTYPE on a non-string, as GET would.
             let len: u64 = redis::cmd("STRLEN")
                 .arg(&spec.key)
-                .query_async(&mut con)
+                .query_async(&mut *con)
                 .await
                 .map_err(cmd_error)?;
             if len > max {
@@ -104,7 +122,7 @@ pub async fn observe(
             }
             let v: Option<Vec<u8>> = redis::cmd("GET")
                 .arg(&spec.key)
-                .query_async(&mut con)
+                .query_async(&mut *con)
                 .await
                 .map_err(cmd_error)?;
             obj.insert("exists".into(), Value::Bool(v.is_some()));
@@ -117,7 +135,7 @@ pub async fn observe(
         RedisOp::Hgetall => {
             let n: u64 = redis::cmd("HLEN")
                 .arg(&spec.key)
-                .query_async(&mut con)
+                .query_async(&mut *con)
                 .await
                 .map_err(cmd_error)?;
             if n > MAX_FIELDS {
@@ -128,7 +146,7 @@ pub async fn observe(
             }
             let pairs: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL")
                 .arg(&spec.key)
-                .query_async(&mut con)
+                .query_async(&mut *con)
                 .await
                 .map_err(cmd_error)?;
             let total: u64 = pairs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
@@ -148,5 +166,67 @@ pub async fn observe(
             obj.insert("fields".into(), Value::Object(fields));
         }
     }
-    Ok(obj)
+    Ok(())
+}
+
+/// Every key matching `spec.pattern` (SCAN, never KEYS), each with the sha256 of its
+/// DUMP (type and value; an expired key is left out).
+pub async fn scan(
+    spec: &crate::sets::RedisKeys,
+    ctx: &Context,
+    scrub: &mut Scrubber,
+) -> Result<Vec<crate::sets::Item>, ProbeError> {
+    use sha2::{Digest, Sha256};
+    let url = env_var(&ctx.env, &spec.url_env)?;
+    scrub.add_url(url);
+    let target = target(url, &spec.url_env);
+    let client = redis::Client::open(url).map_err(|_| {
+        ProbeError::invalid(format!(
+            "the value of ${} is not a usable redis:// URL (rediss:// TLS is not supported)",
+            spec.url_env
+        ))
+    })?;
+    let mut con = connect(&client, &target).await?;
+    let max = spec.max_keys.unwrap_or(crate::sets::DEFAULT_MAX_ITEMS);
+    let mut keys: std::collections::BTreeSet<Vec<u8>> = std::collections::BTreeSet::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, batch): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&spec.pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut con)
+            .await
+            .map_err(cmd_error)?;
+        keys.extend(batch);
+        if keys.len() as u64 > max {
+            return Err(ProbeError::Oversize {
+                what: format!("keys matching {:?} (more than {max})", spec.pattern),
+                limit: max,
+            });
+        }
+        cursor = next;
+        if cursor == 0 {
+            break;
+        }
+    }
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        let dump: Option<Vec<u8>> = redis::cmd("DUMP")
+            .arg(&key)
+            .query_async(&mut con)
+            .await
+            .map_err(cmd_error)?;
+        let Some(dump) = dump else { continue };
+        let name = utf8(key, "a key name")?;
+        let mut fields = Map::new();
+        fields.insert("key".into(), Value::from(name));
+        out.push(crate::sets::Item {
+            fields,
+            sha256: hex::encode(Sha256::digest(&dump)),
+        });
+    }
+    Ok(out)
 }

@@ -27,6 +27,7 @@ mod paths;
 mod protect;
 pub mod reaper;
 mod secret;
+pub mod sets;
 mod spec;
 mod sql;
 pub mod summary;
@@ -34,8 +35,8 @@ pub mod summary;
 pub use error::{Escape, ProbeError};
 pub use secret::{EnvRef, EnvValue, MIN_SCRUB_LEN, Scrubber, redact_url};
 pub use spec::{
-    BrowserSpec, CommandSpec, FileSpec, GitSpec, HttpSpec, IgnoredFiles, Method, Protect, Redirects, RedisOp,
-    RedisSpec, Runner, Source, SqlSpec, SqliteSpec,
+    BrowserSpec, CommandSpec, FileSpec, GitSpec, HttpSpec, IgnoredFiles, Method, Protect,
+    Redirects, RedisOp, RedisSpec, Runner, Source, SqlSpec, SqliteSpec,
 };
 
 /// An observed object: the keys an owner's `expected` is compared with.

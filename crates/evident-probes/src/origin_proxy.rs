@@ -111,7 +111,9 @@ async fn serve(
     .await
     else {
         let _ = sock
-            .write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .write_all(
+                b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
             .await;
         return;
     };
@@ -157,9 +159,14 @@ fn origin_form(head: &str) -> Option<String> {
     let mut out = format!("{method} {path} {version}\r\n");
     for line in lines.filter(|l| !l.is_empty()) {
         let name = line.split(':').next().unwrap_or("").trim();
-        let hop = ["connection", "proxy-connection", "keep-alive", "proxy-authorization"]
-            .iter()
-            .any(|h| name.eq_ignore_ascii_case(h));
+        let hop = [
+            "connection",
+            "proxy-connection",
+            "keep-alive",
+            "proxy-authorization",
+        ]
+        .iter()
+        .any(|h| name.eq_ignore_ascii_case(h));
         if !hop {
             out.push_str(line);
             out.push_str("\r\n");
@@ -200,6 +207,9 @@ mod tests {
         assert!(same_host("[::1]", "::1"));
         assert!(!same_host("127.0.0.2", "127.0.0.1"));
         let h = origin_form("GET http://127.0.0.1:8080/a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nProxy-Connection: keep-alive\r\nCookie: x=1\r\n\r\n").unwrap();
-        assert_eq!(h, "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nCookie: x=1\r\nConnection: close\r\n\r\n");
+        assert_eq!(
+            h,
+            "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nCookie: x=1\r\nConnection: close\r\n\r\n"
+        );
     }
 }

@@ -100,7 +100,10 @@ pub fn kill_escaped() -> usize {
 pub(crate) fn reap_group(pgid: i32) {
     let me = rustix::process::getpid();
     for _ in 0..50 {
-        let left: Vec<Proc> = children(me).into_iter().filter(|p| p.pgrp == pgid).collect();
+        let left: Vec<Proc> = children(me)
+            .into_iter()
+            .filter(|p| p.pgrp == pgid)
+            .collect();
         if left.is_empty() {
             return;
         }

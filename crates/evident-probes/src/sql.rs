@@ -57,11 +57,13 @@ macro_rules! bind_params {
     }};
 }
 
-/// Read every row (counting, up to max_rows), decode the first.
+/// Read every row (counting, up to max_rows), decode the first; with `$all`, every
+/// row decoded under `rows` too (a snapshot hashes each one).
 macro_rules! collect_rows {
-    ($stream:expr, $max:expr, $decode:expr) => {{
+    ($stream:expr, $max:expr, $decode:expr, $all:expr) => {{
         let mut stream = $stream;
         let mut first: Option<Object> = None;
+        let mut all: Vec<Value> = Vec::new();
         let mut count: u64 = 0;
         while let Some(row) = stream.try_next().await.map_err(query_error)? {
             count += 1;
@@ -71,11 +73,19 @@ macro_rules! collect_rows {
                     limit: $max,
                 });
             }
-            if first.is_none() {
+            if $all {
+                all.push(Value::Object($decode(&row)?));
+            } else if first.is_none() {
                 first = Some($decode(&row)?);
             }
         }
-        let mut obj = first.unwrap_or_default();
+        let mut obj = if $all {
+            let mut o = Object::new();
+            o.insert("rows".into(), Value::Array(all));
+            o
+        } else {
+            first.unwrap_or_default()
+        };
         obj.insert("row_count".into(), Value::from(count));
         obj
     }};
@@ -216,6 +226,16 @@ pub async fn observe_sqlite(
     ctx: &Context,
     limit: Duration,
 ) -> Result<Object, ProbeError> {
+    read_sqlite(spec, ctx, limit, false).await
+}
+
+/// The query's rows; with `all`, every row under `rows` (else the first row's columns).
+pub async fn read_sqlite(
+    spec: &SqliteSpec,
+    ctx: &Context,
+    limit: Duration,
+    all: bool,
+) -> Result<Object, ProbeError> {
     let max = max_rows(spec.max_rows)?;
     single_read_statement(&spec.query)?;
     let path = paths::existing(&ctx.root, &spec.path, false)?;
@@ -242,7 +262,7 @@ pub async fn observe_sqlite(
     }
     let result = async {
         let q = bind_params!(sqlx::query(AssertSqlSafe(spec.query.clone())), &spec.params);
-        Ok(collect_rows!(q.fetch(&mut conn), max, sqlite_row))
+        Ok(collect_rows!(q.fetch(&mut conn), max, sqlite_row, all))
     }
     .await;
     let _ = conn.close().await;
@@ -427,6 +447,16 @@ pub async fn observe_postgres(
     limit: Duration,
     scrub: &mut Scrubber,
 ) -> Result<Object, ProbeError> {
+    read_postgres(spec, ctx, limit, scrub, false).await
+}
+
+pub async fn read_postgres(
+    spec: &SqlSpec,
+    ctx: &Context,
+    limit: Duration,
+    scrub: &mut Scrubber,
+    all: bool,
+) -> Result<Object, ProbeError> {
     let max = max_rows(spec.max_rows)?;
     let url = server_url(spec, ctx, scrub)?;
     let target = server_target("postgres", url, &spec.url_env);
@@ -450,7 +480,7 @@ pub async fn observe_postgres(
             .await
             .map_err(query_error)?;
         let q = bind_params!(sqlx::query(AssertSqlSafe(spec.query.clone())), &spec.params);
-        let obj = collect_rows!(q.fetch(&mut conn), max, pg_row);
+        let obj = collect_rows!(q.fetch(&mut conn), max, pg_row, all);
         Ok(obj)
     }
     .await;
@@ -610,6 +640,16 @@ pub async fn observe_mysql(
     limit: Duration,
     scrub: &mut Scrubber,
 ) -> Result<Object, ProbeError> {
+    read_mysql(spec, ctx, limit, scrub, false).await
+}
+
+pub async fn read_mysql(
+    spec: &SqlSpec,
+    ctx: &Context,
+    limit: Duration,
+    scrub: &mut Scrubber,
+    all: bool,
+) -> Result<Object, ProbeError> {
     let max = max_rows(spec.max_rows)?;
     let url = server_url(spec, ctx, scrub)?;
     let target = server_target("mysql", url, &spec.url_env);
@@ -646,7 +686,7 @@ pub async fn observe_mysql(
             .await
             .map_err(query_error)?;
         let q = bind_params!(sqlx::query(AssertSqlSafe(spec.query.clone())), &spec.params);
-        let obj = collect_rows!(q.fetch(&mut conn), max, mysql_row);
+        let obj = collect_rows!(q.fetch(&mut conn), max, mysql_row, all);
         Ok(obj)
     }
     .await;

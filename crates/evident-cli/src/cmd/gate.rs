@@ -60,6 +60,12 @@ pub struct Args {
     /// a check protected at `@baseline` observes nothing and the claim is unverified.
     #[arg(long, value_name = "REV")]
     pub baseline: Option<String>,
+    /// The snapshot `evident snapshot` took before the agent ran (for a contract with
+    /// `[[snapshot]]`): every change since must be claimed. It must be signed by
+    /// `--key`'s key (or a `[[trust]]` key), taken for this contract, and younger than
+    /// `snapshot_max_age_s`.
+    #[arg(long, value_name = "FILE")]
+    pub before: Option<PathBuf>,
     #[command(flatten)]
     pub record: crate::output::RecordArgs,
 }
@@ -126,6 +132,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Some(path) => Some(evident_ledger::sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
         None => None,
     };
+    let before = match &args.before {
+        Some(path) => {
+            let name = path.display().to_string();
+            let bytes = input::read_limited(&name)?;
+            let parsed = evident_format::json::parse(&bytes)
+                .map_err(|e| anyhow!("{name}: not a snapshot file: {}", e.message))?;
+            Some(parsed.value)
+        }
+        None => None,
+    };
     let settings = Settings {
         jobs: args.jobs.max(1),
         deadline,
@@ -145,6 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         key: key.as_ref(),
         key_path: args.key.as_deref(),
         recording: args.record.recording(),
+        before,
     });
     crate::output::show(
         decision,

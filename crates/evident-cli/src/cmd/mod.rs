@@ -17,5 +17,6 @@ pub mod log;
 pub mod sandbox;
 pub mod schema;
 pub mod show;
+pub mod snapshot;
 pub mod suite;
 pub mod verify;

@@ -1,0 +1,126 @@
+//! `evident snapshot CONTRACT --out FILE --key KEY`: record, before the agent runs,
+//! the hash of every item of the contract's `[[snapshot]]` sets, signed, for
+//! `evident gate --before FILE` to compare with (docs/snapshots.md).
+
+use crate::input;
+use anyhow::{Context as _, anyhow};
+use evident_gate::Contract;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Record the state a contract's [[snapshot]] sets hold now, before the agent runs.
+///
+/// Each row, key or file is stored as its target (from the snapshot's `target`
+/// template) and the sha256 of its content — never its value. The file is signed with
+/// KEY (from `evident key generate`); `evident gate --before FILE` refuses a file that
+/// is unsigned, signed by a key it does not trust (its own `--key` or the contract's
+/// [[trust]]), taken for another contract, or older than `snapshot_max_age_s`. Keep the
+/// key where the agent cannot read it.
+///
+/// Exit codes: 0 written, 2 invalid input or a set that could not be read.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The owner's contract (`.toml` or `.json`) with `[[snapshot]]` entries.
+    pub contract: PathBuf,
+    /// Where to write the snapshot (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// The signing key (from `evident key generate`).
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
+    /// Directory that paths in the contract are relative to (default: the contract's
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Time limit for each set, in seconds.
+    #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
+    pub timeout: f64,
+    /// Print a JSON summary (sets and item counts, never hashes or values).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let contract_name = args.contract.display().to_string();
+    let bytes = input::read_limited(&contract_name)?;
+    let contract = Contract::parse(&bytes, &contract_name).map_err(|e| anyhow!("{e}"))?;
+    if contract.contract.snapshots.is_empty() {
+        return Err(anyhow!(
+            "{contract_name}: the contract declares no [[snapshot]] (add one: id, source, target)"
+        ));
+    }
+    let limit = Duration::try_from_secs_f64(args.timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| anyhow!("--timeout must be a positive number of seconds"))?;
+    let key = evident_ledger::sign::Key::load(&args.key).map_err(|e| anyhow!("{e}"))?;
+    let root = match &args.root {
+        Some(r) => r.clone(),
+        None => args
+            .contract
+            .parent()
+            .map(Path::to_path_buf)
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from(".")),
+    };
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("{}: the contract root does not exist", root.display()))?;
+    let ctx = evident_probes::Context::from_process(root);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let doc = runtime
+        .block_on(evident_gate::snapshot::take(
+            &contract.contract,
+            &ctx,
+            limit,
+            key.id(),
+        ))
+        .map_err(|e| {
+            let mut scrub = evident_probes::Scrubber::default();
+            for s in &contract.contract.snapshots {
+                s.source.register_secrets(&ctx.env, &mut scrub);
+            }
+            anyhow!("{contract_name}: {}", scrub.scrub(&e))
+        })?;
+    drop(runtime);
+    let mut doc = doc;
+    evident_ledger::sign::attach_signature(&mut doc, &key).map_err(|e| anyhow!("{e}"))?;
+    let text = serde_json::to_string_pretty(&doc)? + "\n";
+    std::fs::write(&args.out, text)
+        .with_context(|| format!("{}: cannot write the snapshot", args.out.display()))?;
+    let counts: Vec<(String, usize)> = doc["sets"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_object().map_or(0, |o| o.len())))
+                .collect()
+        })
+        .unwrap_or_default();
+    if args.json {
+        let sets: serde_json::Map<String, serde_json::Value> = counts
+            .iter()
+            .map(|(k, n)| (k.clone(), serde_json::json!({ "items": n })))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "out": args.out.display().to_string(),
+                "taken_at": doc["taken_at"],
+                "signed_by": key.id(),
+                "sets": sets,
+            }))?
+        );
+    } else {
+        for (k, n) in &counts {
+            println!("snapshot {k}: {n} item(s)");
+        }
+        println!(
+            "written to {} (signed by {}); pass it to `evident gate --before` after the agent ran",
+            args.out.display(),
+            key.id()
+        );
+    }
+    Ok(crate::exit::OK)
+}

@@ -1,0 +1,376 @@
+//! Changes nobody claimed. A contract's `[[snapshot]]` names sets of state (rows,
+//! keys, files, a git tree) and how each item is named as a mutation target.
+//! `evident snapshot` records the hash of every item before the agent runs, signed;
+//! `evident gate --before FILE` reads the sets again, and every difference must be
+//! the target of a claimed mutation, or the claim is not verified ("changed but not
+//! claimed"). The snapshot file holds names and hashes, never values. See
+//! docs/snapshots.md.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use evident_format::Timestamp;
+use evident_probes::sets::{Item, SetSource};
+use evident_probes::{Context, ProbeError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::contract::Contract;
+
+/// The format tag of a snapshot file.
+pub const FORMAT: &str = "evident-snapshot/1";
+/// Age past which a snapshot is refused when the contract sets no `snapshot_max_age_s`.
+pub const DEFAULT_MAX_AGE_S: f64 = 86_400.0;
+/// Most differences listed in a report (all are counted).
+pub const MAX_SHOWN: usize = 50;
+
+/// One `[[snapshot]]` of a contract.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    /// Unique among the contract's snapshots; the gate's check is `snapshot:<id>`.
+    pub id: String,
+    /// What is read (exactly one: `sqlite`, `postgres`, `mysql`, `redis`, `files`,
+    /// `git`).
+    pub source: SetSource,
+    /// How an item is named as a mutation target: `{column}` of a row
+    /// (`accounts/{id}`), `{path}` of a file (the default for files and git), `{key}`
+    /// of a Redis key (the default for redis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+impl Snapshot {
+    /// The template in force.
+    pub fn template(&self) -> Option<&str> {
+        self.target
+            .as_deref()
+            .or_else(|| self.source.default_target())
+    }
+}
+
+/// `{name}` placeholders of a template, in order; `None` when braces do not pair.
+fn placeholders(t: &str) -> Option<Vec<&str>> {
+    let mut out = Vec::new();
+    let mut rest = t;
+    while let Some(i) = rest.find(['{', '}']) {
+        if rest.as_bytes()[i] == b'}' {
+            return None;
+        }
+        let after = &rest[i + 1..];
+        let j = after.find('}')?;
+        let name = &after[..j];
+        if name.is_empty() || name.contains('{') {
+            return None;
+        }
+        out.push(name);
+        rest = &after[j + 1..];
+    }
+    Some(out)
+}
+
+/// Checks a contract's snapshots when it is read: ids, templates, sources.
+pub fn validate(contract: &Contract) -> Result<(), (String, String)> {
+    let mut ids = std::collections::HashSet::new();
+    for (i, s) in contract.snapshots.iter().enumerate() {
+        let at = |f: &str| format!("snapshot[{i}].{f}");
+        if s.id.trim().is_empty() || s.id.contains(char::is_control) {
+            return Err((at("id"), "a snapshot needs a non-empty id".into()));
+        }
+        if !ids.insert(s.id.as_str()) {
+            return Err((at("id"), format!("duplicate snapshot id {:?}", s.id)));
+        }
+        match s.template() {
+            None => {
+                return Err((
+                    at("target"),
+                    format!(
+                        "a {} snapshot needs a target template naming each row, e.g. \"accounts/{{id}}\"",
+                        s.source.kind()
+                    ),
+                ));
+            }
+            Some(t) => match placeholders(t) {
+                None => return Err((at("target"), format!("{t:?}: unpaired braces"))),
+                Some(p) if p.is_empty() => {
+                    return Err((
+                        at("target"),
+                        format!("{t:?} names no column: every item would have the same target"),
+                    ));
+                }
+                Some(_) => {}
+            },
+        }
+        if let Err(e) = s.source.validate() {
+            return Err((at("source"), e.to_string()));
+        }
+    }
+    if let Some(a) = contract.snapshot_max_age_s
+        && !(a.is_finite() && a > 0.0)
+    {
+        return Err((
+            "snapshot_max_age_s".into(),
+            "snapshot_max_age_s must be a positive number of seconds".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn field_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Each item's target: the template filled from its fields. A missing field or two
+/// items with one target is an error (the set could not be compared item by item).
+fn targets(s: &Snapshot, items: Vec<Item>) -> Result<BTreeMap<String, String>, String> {
+    let template = s.template().unwrap_or("{path}");
+    let names = placeholders(template).unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for item in items {
+        let mut t = template.to_string();
+        for n in &names {
+            let v = item.fields.get(*n).ok_or_else(|| {
+                format!(
+                    "snapshot {:?}: the target template names {{{n}}}, which the source does not give (columns: {})",
+                    s.id,
+                    item.fields.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })?;
+            t = t.replacen(&format!("{{{n}}}"), &field_text(v), 1);
+        }
+        if out.insert(t.clone(), item.sha256).is_some() {
+            return Err(format!(
+                "snapshot {:?}: two items have the target {t:?}; name them by a unique column",
+                s.id
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads one snapshot's set now: target → sha256.
+pub async fn read(
+    s: &Snapshot,
+    ctx: &Context,
+    limit: Duration,
+) -> Result<BTreeMap<String, String>, String> {
+    let items = evident_probes::sets::read(&s.source, ctx, limit)
+        .await
+        .map_err(|e: ProbeError| format!("snapshot {:?}: {e}", s.id))?;
+    targets(s, items)
+}
+
+/// `sha256:` of the contract as parsed: a snapshot is good only for this contract.
+pub fn contract_digest(contract: &Contract) -> String {
+    let text = serde_json::to_string(contract).unwrap_or_default();
+    format!("sha256:{}", hex::encode(Sha256::digest(text.as_bytes())))
+}
+
+/// Takes the snapshot document for `contract` now (unsigned; the caller signs it).
+pub async fn take(
+    contract: &Contract,
+    ctx: &Context,
+    limit: Duration,
+    verifier: &str,
+) -> Result<Value, String> {
+    if contract.snapshots.is_empty() {
+        return Err("the contract declares no [[snapshot]]".into());
+    }
+    let mut sets = Map::new();
+    for s in &contract.snapshots {
+        let set = read(s, ctx, limit).await?;
+        sets.insert(s.id.clone(), json!(set));
+    }
+    Ok(json!({
+        "format": FORMAT,
+        "contract": contract_digest(contract),
+        "taken_at": Timestamp::now().as_str(),
+        "verifier": { "id": verifier },
+        "sets": sets,
+    }))
+}
+
+/// A snapshot file that passed every check: its sets, by snapshot id.
+#[derive(Debug, Clone)]
+pub struct Before {
+    pub taken_at: Timestamp,
+    pub sets: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Checks a snapshot file for `contract` at `now`: signed by a key the gate trusts
+/// (`authenticate`), taken for this contract, not older than `snapshot_max_age_s`
+/// (nor from the future), holding exactly the contract's snapshots. Why not,
+/// otherwise: the agent could have written or edited it.
+pub fn check(
+    doc: &Value,
+    contract: &Contract,
+    now: &Timestamp,
+    authenticate: &dyn Fn(&Value) -> bool,
+) -> Result<Before, String> {
+    let obj = doc
+        .as_object()
+        .ok_or("the snapshot file is not a JSON object")?;
+    if obj.get("format").and_then(Value::as_str) != Some(FORMAT) {
+        return Err(format!("not an {FORMAT} file (format)"));
+    }
+    if obj.get("signature").is_none() {
+        return Err("the snapshot is unsigned: take it with `evident snapshot --key KEY` (an unsigned file could be the agent's)".into());
+    }
+    if !authenticate(doc) {
+        return Err("the snapshot's signature does not verify with the gate's key or a [[trust]] key: it was edited, or signed by a key the gate does not trust".into());
+    }
+    if obj.get("contract").and_then(Value::as_str) != Some(contract_digest(contract).as_str()) {
+        return Err(
+            "the snapshot was taken for another contract (or this contract changed since)".into(),
+        );
+    }
+    let taken = obj
+        .get("taken_at")
+        .and_then(Value::as_str)
+        .and_then(|t| Timestamp::parse(t).ok())
+        .ok_or("the snapshot has no valid taken_at")?;
+    let age = (now.instant() - taken.instant()).as_seconds_f64();
+    let max = contract.snapshot_max_age_s.unwrap_or(DEFAULT_MAX_AGE_S);
+    if age > max {
+        return Err(format!(
+            "the snapshot is stale: taken {age:.0} s ago, more than snapshot_max_age_s = {max}"
+        ));
+    }
+    if age < -5.0 {
+        return Err("the snapshot is dated in the future".into());
+    }
+    let sets: BTreeMap<String, BTreeMap<String, String>> =
+        serde_json::from_value(obj.get("sets").cloned().unwrap_or(Value::Null))
+            .map_err(|e| format!("the snapshot's sets are not readable: {e}"))?;
+    let want: Vec<&str> = contract.snapshots.iter().map(|s| s.id.as_str()).collect();
+    let have: Vec<&str> = sets.keys().map(String::as_str).collect();
+    let mut want_sorted = want.clone();
+    want_sorted.sort_unstable();
+    if want_sorted != have {
+        return Err(format!(
+            "the snapshot holds sets {have:?}, the contract declares {want_sorted:?}"
+        ));
+    }
+    Ok(Before {
+        taken_at: taken,
+        sets,
+    })
+}
+
+/// One difference between the snapshot and now.
+#[derive(Debug, Clone, Serialize)]
+pub struct Difference {
+    pub target: String,
+    /// `added`, `removed` or `changed`.
+    pub change: &'static str,
+    /// Whether a claimed mutation names this target.
+    pub claimed: bool,
+}
+
+/// Every difference between `before` and `now`, each marked claimed when `claimed`
+/// says a mutation names its target.
+pub fn differences(
+    before: &BTreeMap<String, String>,
+    now: &BTreeMap<String, String>,
+    claimed: &dyn Fn(&str) -> bool,
+) -> Vec<Difference> {
+    let mut out = Vec::new();
+    for (t, h) in before {
+        match now.get(t) {
+            None => out.push((t, "removed")),
+            Some(h2) if h2 != h => out.push((t, "changed")),
+            _ => {}
+        }
+    }
+    for t in now.keys().filter(|t| !before.contains_key(*t)) {
+        out.push((t, "added"));
+    }
+    out.sort();
+    out.into_iter()
+        .map(|(t, change)| Difference {
+            target: t.clone(),
+            change,
+            claimed: claimed(t),
+        })
+        .collect()
+}
+
+/// The observation of one snapshot check: what changed (capped), how much of it no
+/// mutation claims, and the error that keeps the claim from being verified when any.
+pub fn observation(diffs: &[Difference]) -> (Map<String, Value>, Option<String>) {
+    let unclaimed: Vec<&Difference> = diffs.iter().filter(|d| !d.claimed).collect();
+    let mut obj = Map::new();
+    obj.insert("unclaimed_changes".into(), Value::from(unclaimed.len()));
+    obj.insert("changes".into(), Value::from(diffs.len()));
+    let shown: Vec<Value> = diffs
+        .iter()
+        .take(MAX_SHOWN)
+        .map(|d| json!({ "target": d.target, "change": d.change, "claimed": d.claimed }))
+        .collect();
+    obj.insert("differences".into(), Value::Array(shown));
+    if diffs.len() > MAX_SHOWN {
+        obj.insert("differences_truncated".into(), Value::Bool(true));
+    }
+    let error = (!unclaimed.is_empty()).then(|| {
+        let list: Vec<String> = unclaimed
+            .iter()
+            .take(10)
+            .map(|d| format!("{} ({})", d.target, d.change))
+            .collect();
+        let more = unclaimed.len().saturating_sub(10);
+        format!(
+            "changed but not claimed: {}{}; every change since the snapshot must be the target of a claimed mutation",
+            list.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        )
+    });
+    (obj, error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_pair_braces_and_fill_from_fields() {
+        assert_eq!(placeholders("accounts/{id}"), Some(vec!["id"]));
+        assert_eq!(placeholders("{a}/{b}"), Some(vec!["a", "b"]));
+        assert_eq!(placeholders("x/{id"), None);
+        assert_eq!(placeholders("x/}id{"), None);
+        assert_eq!(placeholders("plain"), Some(vec![]));
+    }
+
+    #[test]
+    fn differences_are_added_removed_changed() {
+        let b: BTreeMap<String, String> = [("a", "1"), ("b", "2"), ("c", "3")]
+            .map(|(k, v)| (k.into(), v.into()))
+            .into();
+        let n: BTreeMap<String, String> = [("a", "1"), ("b", "9"), ("d", "4")]
+            .map(|(k, v)| (k.into(), v.into()))
+            .into();
+        let d = differences(&b, &n, &|t| t == "b");
+        let got: Vec<(&str, &str, bool)> = d
+            .iter()
+            .map(|d| (d.target.as_str(), d.change, d.claimed))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("b", "changed", true),
+                ("c", "removed", false),
+                ("d", "added", false)
+            ]
+        );
+        let (obs, err) = observation(&d);
+        assert_eq!(obs["unclaimed_changes"], 2);
+        assert!(err.unwrap().contains("c (removed), d (added)"));
+        let (_, none) = observation(&d[..1]);
+        assert!(none.is_none());
+    }
+}
