@@ -126,24 +126,41 @@ fn field_text(v: &Value) -> String {
     }
 }
 
+/// The template filled in one pass: a value that itself contains `{name}` is kept as
+/// written, never filled again (a row could otherwise rename itself). The missing
+/// field's name, otherwise.
+fn fill(template: &str, fields: &Map<String, Value>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(i) = rest.find('{') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let Some(j) = after.find('}') else {
+            out.push_str(&rest[i..]);
+            return Ok(out);
+        };
+        let name = &after[..j];
+        let v = fields.get(name).ok_or_else(|| name.to_string())?;
+        out.push_str(&field_text(v));
+        rest = &after[j + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 /// Each item's target: the template filled from its fields. A missing field or two
 /// items with one target is an error (the set could not be compared item by item).
 fn targets(s: &Snapshot, items: Vec<Item>) -> Result<BTreeMap<String, String>, String> {
     let template = s.template().unwrap_or("{path}");
-    let names = placeholders(template).unwrap_or_default();
     let mut out = BTreeMap::new();
     for item in items {
-        let mut t = template.to_string();
-        for n in &names {
-            let v = item.fields.get(*n).ok_or_else(|| {
-                format!(
-                    "snapshot {:?}: the target template names {{{n}}}, which the source does not give (columns: {})",
-                    s.id,
-                    item.fields.keys().cloned().collect::<Vec<_>>().join(", ")
-                )
-            })?;
-            t = t.replacen(&format!("{{{n}}}"), &field_text(v), 1);
-        }
+        let t = fill(template, &item.fields).map_err(|n| {
+            format!(
+                "snapshot {:?}: the target template names {{{n}}}, which the source does not give (columns: {})",
+                s.id,
+                item.fields.keys().cloned().collect::<Vec<_>>().join(", ")
+            )
+        })?;
         if out.insert(t.clone(), item.sha256).is_some() {
             return Err(format!(
                 "snapshot {:?}: two items have the target {t:?}; name them by a unique column",
@@ -344,6 +361,16 @@ mod tests {
         assert_eq!(placeholders("x/{id"), None);
         assert_eq!(placeholders("x/}id{"), None);
         assert_eq!(placeholders("plain"), Some(vec![]));
+    }
+
+    /// A row whose value spells another placeholder is not filled twice (found by
+    /// attacking the template: `a = "{b}"` would have become the value of b).
+    #[test]
+    fn a_value_is_never_filled_again() {
+        let f: Map<String, Value> =
+            serde_json::from_value(json!({"a": "{b}", "b": "4471"})).unwrap();
+        assert_eq!(fill("{a}/{b}", &f).unwrap(), "{b}/4471");
+        assert_eq!(fill("accounts/{id}", &f), Err("id".to_string()));
     }
 
     #[test]

@@ -133,6 +133,9 @@ fn page(
         "/orders/paid" => html(LATE_STATUS.replace("STATE", "paid")),
         "/orders/pending" => html(LATE_STATUS.replace("STATE", "pending")),
         "/orders/never" => html("<p>no status here</p>".into()),
+        "/orders/spin" => html(
+            "<div id=\"status\">Paid</div><script>window.addEventListener('load', () => setTimeout(() => { for (;;) {} }, 0));</script>".into(),
+        ),
         "/orders/hidden" => html(LATE_STATUS.replace("STATE", "paid").replace(
             "document.body.appendChild(d);",
             "d.style.display = 'none'; document.body.appendChild(d);",
@@ -461,5 +464,30 @@ async fn redirects_are_refused_unless_followed_and_never_leave_the_origin() {
         log.lines(),
         Vec::<String>::new(),
         "the redirect reached another origin"
+    );
+}
+
+/// The attack: a page whose script spins forever once the status is shown, so the
+/// gate's read of it never returns. The run ends at the time limit, unverified, and
+/// the browser is killed and reaped (checked by `gate`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
+async fn a_page_that_hangs_its_main_thread_is_unverified_in_time() {
+    let (other, _) = other_origin().await;
+    let (port, _) = app(other).await;
+    let url = format!("http://127.0.0.1:{port}/orders/spin");
+    let started = std::time::Instant::now();
+    let o = gate(
+        &contract(&url, r#"{ text = "Paid" }"#, "").replace("timeout_s = 20", "timeout_s = 4"),
+    )
+    .await;
+    assert_eq!(o.verdict.state, State::Unverified, "{}", o.verdict.reason);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
     );
 }
