@@ -776,6 +776,7 @@ expected = { exit_code = 0, failed = 0 }
     let (code, doc) = gate(Some(&start));
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["verdict"]["state"], "verified");
+}
 
 /// `policy.partial = true` in a contract (the spec's open question 2): one of two
 /// mutations proven is `partial` in the report, the JSON, JUnit and Markdown, and still

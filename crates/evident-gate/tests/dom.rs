@@ -239,6 +239,7 @@ async fn gate(contract_toml: &str) -> Outcome {
         context: evident_probes::Context {
             root: root.path().to_path_buf(),
             env,
+            baseline: None,
         },
         verifier_id: evident_gate::verifier_id(),
         progress: None,
