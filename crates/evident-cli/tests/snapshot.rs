@@ -165,6 +165,17 @@ fn sqlite_world() -> (World, PathBuf) {
 #[test]
 fn a_declared_change_verifies() {
     let (w, contract) = sqlite_world();
+    let (code, plan, _) = run(evident(w.tmp.path())
+        .arg("gate")
+        .arg(&contract)
+        .arg(w.claim(&["accounts/4471"]))
+        .arg("--dry-run"));
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("snapshot:accounts (state_readback)"),
+        "{plan}"
+    );
+    assert!(plan.contains("3 of 3 checks apply"), "{plan}");
     let before = w.snapshot(&contract);
     let text = std::fs::read_to_string(&before).unwrap();
     assert!(

@@ -133,6 +133,8 @@ fn page(
         "/orders/paid" => html(LATE_STATUS.replace("STATE", "paid")),
         "/orders/pending" => html(LATE_STATUS.replace("STATE", "pending")),
         "/orders/never" => html("<p>no status here</p>".into()),
+        // A page that shows the cookie it was sent.
+        "/orders/echo" if cookie_ok => html(format!("<div id=\"status\">session {SESSION}</div>")),
         "/orders/spin" => html(
             "<div id=\"status\">Paid</div><script>window.addEventListener('load', () => setTimeout(() => { for (;;) {} }, 0));</script>".into(),
         ),
@@ -490,5 +492,27 @@ async fn a_page_that_hangs_its_main_thread_is_unverified_in_time() {
         started.elapsed() < Duration::from_secs(15),
         "{:?}",
         started.elapsed()
+    );
+}
+
+/// The attack: the page prints the owner's cookie. The observation shows it scrubbed,
+/// and no output of the gate carries it (checked by `gate`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
+async fn a_page_echoing_the_cookie_never_shows_it() {
+    let (other, _) = other_origin().await;
+    let (port, _) = app(other).await;
+    let url = format!("http://127.0.0.1:{port}/orders/echo");
+    let o = gate(&contract(&url, r#"{ text = "Paid" }"#, "")).await;
+    let text = observed(&o)["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        text.starts_with("session ") && !text.contains(SESSION),
+        "{text}"
     );
 }

@@ -212,6 +212,15 @@ pub fn render_plan(contract: &evident_gate::Contract, plan: &[evident_gate::Plan
             shown(&serde_json::Value::Object(expected).to_string())
         );
     }
+    // Snapshot comparisons (`snapshot:<id>`) follow the checks in the plan.
+    for p in plan.iter().skip(contract.checks.len()) {
+        let waves: Vec<&str> = p.waves.iter().map(|w| w.as_str()).collect();
+        let _ = writeln!(out, "{} ({})", shown(&p.check_id), p.check_type);
+        let _ = writeln!(out, "  source    {}", shown(&p.target));
+        let _ = writeln!(out, "  {}", shown(&p.why));
+        let _ = writeln!(out, "  runs in wave(s): {}", waves.join(", "));
+        let _ = writeln!(out, "  expected  {{\"unclaimed_changes\":0}}");
+    }
     let required = plan.iter().filter(|p| p.applies).count();
     let _ = writeln!(
         out,
