@@ -31,6 +31,7 @@ impl RecordArgs {
             off: self.no_record,
             ledger: self.ledger.clone(),
             checkpoint: self.checkpoint.clone(),
+            ..Recording::default()
         }
     }
 }

@@ -21,6 +21,7 @@ fn entry(task: &str, state: &str, reason: &str) -> NewEntry {
         claim: json!({ "spec_version": "0.1", "task": { "id": task }, "mutations": [], "evidence": [] }),
         contract: Some(json!({ "env": { "API_TOKEN": "tok-very-secret-1" } })),
         verdict: json!({ "state": state, "unmet": [], "reason": reason }),
+        origin: None,
     }
 }
 

@@ -97,6 +97,12 @@ pub struct Check {
     /// every other source needs one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<Map<String, Value>>,
+    /// A held-out check: run and counted like any other, but never shown to the agent
+    /// by the service (`evident serve`'s contract views and the decisions it serves,
+    /// `evident mcp`'s `get_contract`), so the agent cannot tailor its work to it.
+    /// The ledger keeps it whole for the owner.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 /// When a check is a requirement of the task.

@@ -67,6 +67,7 @@ pub fn decide(
             off: opts.no_record,
             ledger: Some(opts.ledger.clone()),
             checkpoint: None,
+            ..Default::default()
         },
         before: None,
     })

@@ -70,6 +70,7 @@ fn entry(i: usize) -> NewEntry {
             "reason": "every mutation covered by fresh, independent, matching evidence",
             "decided_at": "2026-08-27T18:04:50Z"
         }),
+        origin: None,
     }
 }
 

@@ -20,11 +20,13 @@
 //!     claim: serde_json::json!({"spec_version": "0.1"}),
 //!     contract: None,
 //!     verdict: serde_json::json!({"state": "verified"}),
+//!     origin: None,
 //! })?;
 //! println!("recorded #{} {}", record.id, record.hash);
 //! # Ok::<(), evident_ledger::Error>(())
 //! ```
 
+mod appender;
 pub mod attest;
 pub mod canon;
 pub mod record;
@@ -39,6 +41,7 @@ use std::str::FromStr as _;
 use sqlx::postgres::PgConnectOptions;
 use tokio::sync::Mutex;
 
+pub use appender::Appender;
 pub use attest::{Checkpoint, CheckpointError, Expectations, RecordSignature};
 pub use canon::{CanonError, canonical_json, canonical_json_rfc8785};
 pub use record::{Break, GENESIS, NewEntry, Record, Summary, VerifyOptions, format_time};
@@ -425,12 +428,33 @@ impl Ledger {
     /// [`attest`]). A ledger whose table predates signatures and that this connection
     /// may not alter refuses a signed append (the error says how to add the column).
     pub fn append_signed(&self, entry: NewEntry, key: Option<&sign::Key>) -> Result<Record> {
-        let prepared = Prepared::new(entry);
+        let mut records = self.append_batch(vec![(entry, key.cloned())])?;
+        records.pop().ok_or_else(|| Error {
+            kind: ErrorKind::Store,
+            location: self.shown.clone(),
+            message: "the append returned no record".into(),
+        })
+    }
+
+    /// Append several decisions in order in one transaction (group commit: one
+    /// commit for all of them), each signed with its key when given. All or none are
+    /// recorded. [`Appender`] batches concurrent callers' appends this way.
+    pub fn append_batch(&self, entries: Vec<(NewEntry, Option<sign::Key>)>) -> Result<Vec<Record>> {
+        let Some(first) = entries.first() else {
+            return Ok(Vec::new());
+        };
+        let what = if entries.len() == 1 {
+            format!("cannot append a {} record", redact::redact_text(&first.0.kind))
+        } else {
+            format!("cannot append {} records", entries.len())
+        };
+        let prepared: Vec<(Prepared, Option<sign::Key>)> = entries
+            .into_iter()
+            .map(|(e, k)| (Prepared::new(e), k))
+            .collect();
         let pause = self.pause_before_commit;
-        let what = format!("cannot append a {} record", prepared.kind());
-        let key = key.cloned();
         self.with_conn(&what, move |c| {
-            Box::pin(async move { c.append(prepared, key.as_ref(), pause).await })
+            Box::pin(async move { c.append(prepared, pause).await })
         })
     }
 

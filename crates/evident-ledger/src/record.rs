@@ -28,7 +28,7 @@ pub const TIME_FORMAT: &[BorrowedFormatItem<'static>] =
     format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z");
 
 /// A decision to record.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct NewEntry {
     /// `verify`, `gate`, … (what made the decision).
     pub kind: String,
@@ -42,6 +42,11 @@ pub struct NewEntry {
     pub contract: Option<Value>,
     /// The verdict as decided.
     pub verdict: Value,
+    /// Who asked for the decision and through what (`{"asked_by": "ci", "via":
+    /// "http", "contract": "billing"}`), written by the surface that took the request,
+    /// never by the agent. Stored in the body (so it is hashed) only when given: records
+    /// without it keep the form older evident wrote.
+    pub origin: Option<Value>,
 }
 
 /// One record of the ledger.
@@ -63,6 +68,8 @@ pub struct Record {
     /// The contract with secrets removed.
     pub contract: Option<Value>,
     pub verdict: Value,
+    /// Who asked, through what ([`NewEntry::origin`]).
+    pub origin: Option<Value>,
     /// The previous record's hash ([`GENESIS`] for the first).
     pub prev_hash: String,
     /// Hex SHA-256 of this record's body (all the fields above).
@@ -101,6 +108,7 @@ impl Record {
             claim: full.claim,
             contract: full.contract.filter(|c| !c.is_null()),
             verdict: full.verdict,
+            origin: full.origin,
             prev_hash: full.prev_hash,
             hash: hash.to_string(),
             signature: signature
@@ -120,6 +128,8 @@ pub struct Summary {
     pub claim_digest: String,
     pub contract_digest: Option<String>,
     pub verdict: Value,
+    /// Who asked, through what ([`NewEntry::origin`]).
+    pub origin: Option<Value>,
     pub prev_hash: String,
     pub hash: String,
 }
@@ -127,7 +137,7 @@ pub struct Summary {
 impl Summary {
     /// As JSON (`evident log --json`).
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "id": self.id,
             "time": self.time,
             "kind": self.kind,
@@ -138,7 +148,11 @@ impl Summary {
             "verdict": self.verdict,
             "prev_hash": self.prev_hash,
             "hash": self.hash,
-        })
+        });
+        if let (Some(o), Some(m)) = (&self.origin, v.as_object_mut()) {
+            m.insert("origin".into(), o.clone());
+        }
+        v
     }
 }
 
@@ -154,11 +168,13 @@ struct FullBody {
     claim: Value,
     contract: Option<Value>,
     verdict: Value,
+    #[serde(default)]
+    origin: Option<Value>,
     prev_hash: String,
 }
 
 fn body_value(r: &Record) -> Value {
-    json!({
+    let mut v = json!({
         "v": VERSION,
         "id": r.id,
         "time": r.time,
@@ -171,7 +187,11 @@ fn body_value(r: &Record) -> Value {
         "contract": r.contract,
         "verdict": r.verdict,
         "prev_hash": r.prev_hash,
-    })
+    });
+    if let (Some(o), Some(m)) = (&r.origin, v.as_object_mut()) {
+        m.insert("origin".into(), o.clone());
+    }
+    v
 }
 
 /// `sha256:<hex>` of a text.
@@ -222,6 +242,8 @@ pub(crate) struct Prepared {
     claim: Value,
     contract: Option<Value>,
     verdict: Value,
+    origin: Option<Value>,
+    origin_text: Option<String>,
     claim_digest: String,
     contract_digest: Option<String>,
     /// Canonical JSON of the three documents, computed once outside the write lock.
@@ -242,12 +264,17 @@ impl Prepared {
             mut claim,
             mut contract,
             mut verdict,
+            mut origin,
         } = entry;
         redact_in_place(&mut claim);
         if let Some(c) = &mut contract {
             redact_in_place(c);
         }
         redact_in_place(&mut verdict);
+        if let Some(o) = &mut origin {
+            redact_in_place(o);
+        }
+        let origin_text = origin.as_ref().map(canonical_json);
         const PREFIX: &str = "{\"claim\":";
         let contract_text = contract.as_ref().map(canonical_json);
         let verdict_text = canonical_json(&verdict);
@@ -255,7 +282,11 @@ impl Prepared {
         let claim_digest = digest(&claim_text);
         // Room for everything the body adds (a large block grows in place).
         claim_text.reserve(
-            PREFIX.len() + contract_text.as_ref().map_or(4, String::len) + verdict_text.len() + 600,
+            PREFIX.len()
+                + contract_text.as_ref().map_or(4, String::len)
+                + origin_text.as_ref().map_or(0, String::len)
+                + verdict_text.len()
+                + 600,
         );
         Prepared {
             kind: redact_text(&kind),
@@ -266,14 +297,12 @@ impl Prepared {
             claim,
             contract,
             verdict,
+            origin,
+            origin_text,
             claim_text,
             contract_text,
             verdict_text,
         }
-    }
-
-    pub(crate) fn kind(&self) -> &str {
-        &self.kind
     }
 
     /// The record that follows `prev` (`None` for the first), appended at `now`, signed
@@ -296,6 +325,8 @@ impl Prepared {
             claim,
             contract,
             verdict,
+            origin,
+            origin_text,
             claim_digest,
             contract_digest,
             claim_text,
@@ -308,6 +339,7 @@ impl Prepared {
             contract_digest: contract_digest.as_deref(),
             id,
             kind: &kind,
+            origin_text: origin_text.as_deref(),
             prev_hash: &prev_hash,
             state: &state,
             task_id: task_id.as_deref(),
@@ -328,6 +360,7 @@ impl Prepared {
             claim,
             contract,
             verdict,
+            origin,
             prev_hash,
             hash,
             signature: signature
@@ -345,6 +378,7 @@ struct BodyParts<'a> {
     contract_digest: Option<&'a str>,
     id: u64,
     kind: &'a str,
+    origin_text: Option<&'a str>,
     prev_hash: &'a str,
     state: &'a str,
     task_id: Option<&'a str>,
@@ -370,6 +404,10 @@ impl BodyParts<'_> {
         b.push_str(&self.id.to_string());
         b.push_str(",\"kind\":");
         b.push_str(&s(self.kind));
+        if let Some(o) = self.origin_text {
+            b.push_str(",\"origin\":");
+            b.push_str(o);
+        }
         b.push_str(",\"prev_hash\":");
         b.push_str(&s(self.prev_hash));
         b.push_str(",\"state\":");
@@ -692,6 +730,7 @@ mod tests {
             claim: json!({"task": {"id": format!("t{n}")}, "password": "pw"}),
             contract: None,
             verdict: json!({"state": "verified"}),
+            origin: None,
         }
     }
 
@@ -809,9 +848,14 @@ mod tests {
 
     #[test]
     fn the_assembled_body_is_the_canonical_json_of_the_record() {
-        for contract in [None, Some(json!({"b": 1, "a": "\u{1}x\"y"}))] {
+        let origins = [None, Some(json!({"via": "http", "asked_by": "ci \"x\""}))];
+        for (contract, origin) in [None, Some(json!({"b": 1, "a": "\u{1}x\"y"}))]
+            .into_iter()
+            .flat_map(|c| origins.clone().map(|o| (c.clone(), o)))
+        {
             let mut e = entry(1);
             e.contract = contract;
+            e.origin = origin;
             e.task_id = None;
             e.kind = "gate \"quoted\"".into();
             let p = Prepared::new(e);

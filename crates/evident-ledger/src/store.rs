@@ -24,6 +24,10 @@ pub struct Filter {
     pub since: Option<String>,
     /// Exclusive upper bound on `time`, in the stored form.
     pub until: Option<String>,
+    /// Only records with a smaller id (paging newest first: the last id of a page).
+    pub before_id: Option<u64>,
+    /// Only records with a larger id (paging oldest first).
+    pub after_id: Option<u64>,
     /// At most this many records (the newest when `newest_first`).
     pub limit: Option<u64>,
     pub newest_first: bool,
@@ -398,32 +402,30 @@ impl Conn {
         }
     }
 
-    /// Append `entry`, signed with `key` when given. `pause`: the crash tests' hook
-    /// (see [`crate::TEST_PAUSE_ENV`]).
+    /// Append `entries` in order, each signed with its key when given, in one
+    /// transaction: one commit (one WAL write, one round trip) for the whole batch,
+    /// which is how a busy server groups the appends of concurrent requests. `pause`:
+    /// the crash tests' hook (see [`crate::TEST_PAUSE_ENV`]).
     pub(crate) async fn append(
         &mut self,
-        entry: Prepared,
-        key: Option<&Key>,
+        entries: Vec<(Prepared, Option<Key>)>,
         pause: Option<Duration>,
-    ) -> Result<Record, sqlx::Error> {
+    ) -> Result<Vec<Record>, sqlx::Error> {
         let sig = self.has_signature();
+        let signed = entries.iter().any(|(_, k)| k.is_some());
+        let mut out = Vec::with_capacity(entries.len());
         match self {
             Conn::Sqlite { conn, .. } => {
-                if key.is_some() && !sig {
+                if signed && !sig {
                     return Err(no_signature_column("records"));
                 }
                 // IMMEDIATE takes the write lock before reading the head, so two
                 // processes can never both extend the same record.
                 let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-                let head: Option<(i64, String)> =
+                let mut head: Option<(i64, String)> =
                     sqlx::query_as("SELECT id, hash FROM records ORDER BY id DESC LIMIT 1")
                         .fetch_optional(&mut *tx)
                         .await?;
-                let (record, body, signature) = entry.chain(
-                    head.as_ref().map(|(id, h)| (*id as u64, h.as_str())),
-                    OffsetDateTime::now_utc(),
-                    key,
-                );
                 let sql = if sig {
                     "INSERT INTO records (id, time, kind, task_id, state, prev_hash, hash, body, signature)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
@@ -431,22 +433,33 @@ impl Conn {
                     "INSERT INTO records (id, time, kind, task_id, state, prev_hash, hash, body)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
                 };
-                let mut q = sqlx::query(sql)
-                    .bind(record.id as i64)
-                    .bind(&record.time)
-                    .bind(&record.kind)
-                    .bind(&record.task_id)
-                    .bind(&record.state)
-                    .bind(&record.prev_hash)
-                    .bind(&record.hash)
-                    .bind(body);
-                if sig {
-                    q = q.bind(signature);
+                for (entry, key) in entries {
+                    let (record, body, signature) = entry.chain(
+                        head.as_ref().map(|(id, h)| (*id as u64, h.as_str())),
+                        OffsetDateTime::now_utc(),
+                        key.as_ref(),
+                    );
+                    let mut q = sqlx::query(sql)
+                        .bind(record.id as i64)
+                        .bind(&record.time)
+                        .bind(&record.kind)
+                        .bind(&record.task_id)
+                        .bind(&record.state)
+                        .bind(&record.prev_hash)
+                        .bind(&record.hash)
+                        .bind(body);
+                    if sig {
+                        q = q.bind(signature);
+                    }
+                    q.execute(&mut *tx).await?;
+                    head = Some((record.id as i64, record.hash.clone()));
+                    out.push(record);
                 }
-                q.execute(&mut *tx).await?;
-                pause_before_commit(record.id, pause).await;
+                if let Some(last) = out.last() {
+                    pause_before_commit(last.id, pause).await;
+                }
                 tx.commit().await?;
-                Ok(record)
+                Ok(out)
             }
             Conn::Postgres {
                 conn,
@@ -454,7 +467,7 @@ impl Conn {
                 lock_key,
                 ..
             } => {
-                if key.is_some() && !sig {
+                if signed && !sig {
                     return Err(no_signature_column(&format!("\"{schema}\".records")));
                 }
                 let mut tx = conn.begin().await?;
@@ -463,16 +476,11 @@ impl Conn {
                     .bind(*lock_key)
                     .execute(&mut *tx)
                     .await?;
-                let head: Option<(i64, String)> = sqlx::query_as(AssertSqlSafe(format!(
+                let mut head: Option<(i64, String)> = sqlx::query_as(AssertSqlSafe(format!(
                     "SELECT id, hash FROM \"{schema}\".records ORDER BY id DESC LIMIT 1"
                 )))
                 .fetch_optional(&mut *tx)
                 .await?;
-                let (record, body, signature) = entry.chain(
-                    head.as_ref().map(|(id, h)| (*id as u64, h.as_str())),
-                    OffsetDateTime::now_utc(),
-                    key,
-                );
                 let sql = if sig {
                     format!(
                         "INSERT INTO \"{schema}\".records (id, time, kind, task_id, state, prev_hash, hash, body, signature)
@@ -484,22 +492,33 @@ impl Conn {
                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
                     )
                 };
-                let mut q = sqlx::query(AssertSqlSafe(sql))
-                    .bind(record.id as i64)
-                    .bind(&record.time)
-                    .bind(&record.kind)
-                    .bind(&record.task_id)
-                    .bind(&record.state)
-                    .bind(&record.prev_hash)
-                    .bind(&record.hash)
-                    .bind(body);
-                if sig {
-                    q = q.bind(signature);
+                for (entry, key) in entries {
+                    let (record, body, signature) = entry.chain(
+                        head.as_ref().map(|(id, h)| (*id as u64, h.as_str())),
+                        OffsetDateTime::now_utc(),
+                        key.as_ref(),
+                    );
+                    let mut q = sqlx::query(AssertSqlSafe(sql.as_str()))
+                        .bind(record.id as i64)
+                        .bind(&record.time)
+                        .bind(&record.kind)
+                        .bind(&record.task_id)
+                        .bind(&record.state)
+                        .bind(&record.prev_hash)
+                        .bind(&record.hash)
+                        .bind(body);
+                    if sig {
+                        q = q.bind(signature);
+                    }
+                    q.execute(&mut *tx).await?;
+                    head = Some((record.id as i64, record.hash.clone()));
+                    out.push(record);
                 }
-                q.execute(&mut *tx).await?;
-                pause_before_commit(record.id, pause).await;
+                if let Some(last) = out.last() {
+                    pause_before_commit(last.id, pause).await;
+                }
                 tx.commit().await?;
-                Ok(record)
+                Ok(out)
             }
         }
     }
@@ -676,11 +695,12 @@ impl Conn {
     pub(crate) async fn list_summaries(&mut self, f: &Filter) -> Result<Vec<Summary>, sqlx::Error> {
         const BASE: &str = "id, time, kind, task_id, state, prev_hash, hash";
         let sqlite = format!(
-            "{BASE}, body ->> '$.claim_digest', body ->> '$.contract_digest', body -> '$.verdict'"
+            "{BASE}, body ->> '$.claim_digest', body ->> '$.contract_digest', body -> '$.verdict', \
+             body -> '$.origin'"
         );
         let pg = format!(
             "{BASE}, body::json ->> 'claim_digest', body::json ->> 'contract_digest', \
-             (body::json -> 'verdict')::text"
+             (body::json -> 'verdict')::text, (body::json -> 'origin')::text"
         );
         fn summary<R>(r: &R) -> Result<Summary, sqlx::Error>
         where
@@ -701,6 +721,16 @@ impl Conn {
                 }
                 None => serde_json::Value::Null,
             };
+            let origin: Option<String> = r.try_get(10)?;
+            let origin = match origin.as_deref() {
+                None | Some("null") => None,
+                Some(text) => Some(serde_json::from_str(text).map_err(|e| {
+                    sqlx::Error::ColumnDecode {
+                        index: "origin".into(),
+                        source: Box::new(e),
+                    }
+                })?),
+            };
             Ok(Summary {
                 id: u64::try_from(id).unwrap_or(0),
                 time: r.try_get(1)?,
@@ -712,6 +742,7 @@ impl Conn {
                 claim_digest: r.try_get::<Option<String>, _>(7)?.unwrap_or_default(),
                 contract_digest: r.try_get(8)?,
                 verdict,
+                origin,
             })
         }
         match self.select_filtered(f, &sqlite, &pg).await? {
@@ -727,6 +758,14 @@ impl Conn {
         pg_cols: &str,
     ) -> Result<Selected, sqlx::Error> {
         let pg = matches!(self, Conn::Postgres { .. });
+        // Ids are numbers the caller gave: written into the SQL as integers, never text.
+        let id_bound = |op: &str, id: Option<u64>| {
+            id.map(|i| format!("id {op} {}", i.min(i64::MAX as u64)))
+        };
+        let id_conds: Vec<String> = [id_bound("<", f.before_id), id_bound(">", f.after_id)]
+            .into_iter()
+            .flatten()
+            .collect();
         let mut clauses: Vec<(&str, &str)> = Vec::new();
         if let Some(s) = &f.state {
             clauses.push(("state =", s));
@@ -753,6 +792,7 @@ impl Conn {
                     format!("{c} ?{}", i + 1)
                 }
             })
+            .chain(id_conds)
             .collect();
         let binds: Vec<&str> = clauses.iter().map(|(_, v)| *v).collect();
         let where_ = if conds.is_empty() {

@@ -31,6 +31,7 @@ fn entry(task: &str, state: &str) -> NewEntry {
             "check": [{ "id": "db", "source": { "postgres": { "url": "postgres://app:hunter2secret@db/billing" } } }]
         })),
         verdict: json!({ "state": state, "unmet": [], "reason": null }),
+        origin: None,
     }
 }
 
@@ -893,4 +894,107 @@ fn postgres_an_old_table_refuses_signed_appends_from_a_role_that_cannot_alter_it
         .unwrap();
     assert_eq!(r.id, 3);
     assert_eq!(owner.verify().unwrap().broken, None);
+}
+
+/// `origin` is part of the hashed body (an edit breaks the chain), summaries carry it,
+/// a batch is one valid stretch of chain, an [`evident_ledger::Appender`] groups
+/// concurrent appends into valid records, and `before_id` pages newest first.
+fn origin_batches_and_paging(location: &str) {
+    let ledger = open(Some(location)).unwrap();
+    let mut e = entry("t-o", "verified");
+    e.origin = Some(json!({"via": "http", "asked_by": "ci", "token": "hunter2secret"}));
+    let first = ledger.append(e).unwrap();
+    assert_eq!(
+        first.origin.as_ref().unwrap()["asked_by"],
+        json!("ci"),
+        "{:?}",
+        first.origin
+    );
+    let got = ledger.get(first.id).unwrap();
+    assert_eq!(got.origin, first.origin);
+    assert!(
+        !got.to_json().to_string().contains("hunter2secret"),
+        "secrets in origin are removed"
+    );
+    let batch: Vec<(NewEntry, Option<Key>)> = (0..5)
+        .map(|i| (entry(&format!("t-b{i}"), "unverified"), None))
+        .collect();
+    let recs = ledger.append_batch(batch).unwrap();
+    assert_eq!(
+        recs.iter().map(|r| r.id).collect::<Vec<_>>(),
+        (first.id + 1..=first.id + 5).collect::<Vec<_>>()
+    );
+    assert_eq!(recs[0].prev_hash, first.hash);
+    let appender = evident_ledger::Appender::spawn(open(Some(location)).unwrap(), 64).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let a = appender.clone();
+            s.spawn(move || {
+                for i in 0..25 {
+                    let mut e = entry(&format!("t-{t}-{i}"), "verified");
+                    e.origin = Some(json!({"via": "http", "asked_by": format!("w{t}")}));
+                    let r = a.append(e, None).unwrap();
+                    assert_eq!(r.task_id.as_deref(), Some(format!("t-{t}-{i}").as_str()));
+                }
+            });
+        }
+    });
+    let report = ledger.verify_with(true).unwrap();
+    assert_eq!(report.broken, None);
+    assert_eq!(report.records, first.id + 5 + 200);
+    let sums = ledger
+        .list_summaries(&Filter {
+            task_id: Some("t-o".into()),
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(sums[0].origin, first.origin);
+    // Paging newest first: pages of 7 cover everything once, in order.
+    let mut seen = Vec::new();
+    let mut before = None;
+    loop {
+        let page = ledger
+            .list_summaries(&Filter {
+                before_id: before,
+                limit: Some(7),
+                newest_first: true,
+                ..Filter::default()
+            })
+            .unwrap();
+        let Some(last) = page.last() else { break };
+        before = Some(last.id);
+        seen.extend(page.iter().map(|s| s.id));
+    }
+    let want: Vec<u64> = (1..=report.records).rev().collect();
+    assert_eq!(seen, want);
+    // Editing the origin breaks the record.
+    if !location.starts_with("postgres") {
+        sql(
+            Path::new(location),
+            &[&format!(
+                "UPDATE records SET body = replace(body, '\"asked_by\":\"ci\"', '\"asked_by\":\"admin\"') WHERE id = {}",
+                first.id
+            )],
+        );
+        let b = ledger.verify().unwrap().broken.unwrap();
+        assert_eq!(b.id, first.id, "{}", b.reason);
+    }
+}
+
+#[test]
+fn sqlite_origin_batches_and_paging() {
+    let dir = tempfile::tempdir().unwrap();
+    origin_batches_and_paging(dir.path().join("l.db").to_str().unwrap());
+}
+
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs PostgreSQL: .ci/run sets its address and runs this (see README, Development)"
+)]
+fn postgres_origin_batches_and_paging() {
+    let Some(pg) = PgSchema::new("origin") else {
+        return;
+    };
+    origin_batches_and_paging(&pg.location);
 }

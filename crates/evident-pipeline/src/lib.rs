@@ -11,8 +11,10 @@
 
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod record;
 pub mod render;
+pub mod view;
 
 use evident_format::{ClaimDocument, OnUnverified, Policy, Timestamp, Warning};
 use evident_gate::{CheckRun, ContractDocument, Planned, Settings};
@@ -20,7 +22,7 @@ use evident_ledger::sign::{Key, TrustList};
 use evident_rules::{Options, State, Verdict, decide};
 use serde_json::Value;
 
-pub use record::{Recorded, Recording};
+pub use record::{Origin, Recorded, Recording};
 
 /// What produced a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,6 +17,22 @@ pub struct Recording {
     pub ledger: Option<String>,
     /// After recording, append a signed checkpoint of the ledger's head here (needs a key).
     pub checkpoint: Option<PathBuf>,
+    /// An open ledger's writer to record through instead of opening `ledger` for each
+    /// decision (a server: one connection, concurrent appends grouped into one commit).
+    pub appender: Option<evident_ledger::Appender>,
+    /// Who asked and through what, recorded with the decision (see [`Origin`]).
+    pub origin: Option<Origin>,
+}
+
+/// Who asked for a decision, through which surface: recorded in the ledger record's
+/// `origin` (hashed with the rest), written by the surface that took the request and
+/// never by the agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The surface: `http`, `mcp`, … .
+    pub via: String,
+    /// The authenticated caller (a token's name), when there is one.
+    pub asked_by: Option<String>,
 }
 
 /// The record a decision was appended as.
@@ -30,6 +46,42 @@ pub struct Recorded {
     pub location: String,
     /// The id of the key that signed the record's hash, if any.
     pub signed_by: Option<String>,
+    /// When it was appended (the ledger's time form).
+    pub time: String,
+    /// `sha256:<hex>` of the recorded contract (secrets removed), for a gate.
+    pub contract_digest: Option<String>,
+    /// `sha256:<hex>` of the recorded claim.
+    pub claim_digest: String,
+}
+
+/// The record's `origin`: the surface's word, the contract's name and what an
+/// unverified verdict does (so a reader of the ledger can tell a blocked decision from
+/// one let through).
+fn origin_value(o: &Origin, decision: &Decision) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("via".into(), Value::String(o.via.clone()));
+    if let Some(who) = &o.asked_by {
+        m.insert("asked_by".into(), Value::String(who.clone()));
+    }
+    if let Some((name, _)) = &decision.contract {
+        m.insert("contract".into(), Value::String(name.clone()));
+    }
+    m.insert(
+        "on_unverified".into(),
+        serde_json::to_value(decision.on_unverified).unwrap_or(Value::Null),
+    );
+    m.insert(
+        "policy_source".into(),
+        Value::String(
+            match &decision.policy_source {
+                crate::PolicySource::Document => "document",
+                crate::PolicySource::File(_) => "owner",
+                crate::PolicySource::Contract(_) => "contract",
+            }
+            .into(),
+        ),
+    );
+    Value::Object(m)
 }
 
 /// Why a decision could not be recorded.
@@ -57,8 +109,6 @@ impl Recording {
         if self.checkpoint.is_some() && key.is_none() {
             return Err(RecordError::CheckpointWithoutKey);
         }
-        let ledger = evident_ledger::open(self.ledger.as_deref())
-            .map_err(|e| RecordError::Ledger(e.to_string()))?;
         let mut claim = decision.document.clone();
         if let Some(obj) = claim.as_object_mut() {
             obj.remove("verdict");
@@ -69,30 +119,38 @@ impl Recording {
             .map(str::to_string);
         let verdict = serde_json::to_value(&decision.verdict)
             .map_err(|e| RecordError::Ledger(e.to_string()))?;
-        let record = ledger
-            .append_signed(
-                evident_ledger::NewEntry {
-                    kind: decision.kind.as_str().to_string(),
-                    task_id,
-                    state: decision.verdict.state.as_str().to_string(),
-                    claim,
-                    contract: decision.contract.as_ref().map(|(_, c)| c.clone()),
-                    verdict,
-                },
-                key,
-            )
-            .map_err(|e| RecordError::Ledger(e.to_string()))?;
+        let entry = evident_ledger::NewEntry {
+            kind: decision.kind.as_str().to_string(),
+            task_id,
+            state: decision.verdict.state.as_str().to_string(),
+            claim,
+            contract: decision.contract.as_ref().map(|(_, c)| c.clone()),
+            verdict,
+            origin: self.origin.as_ref().map(|o| origin_value(o, decision)),
+        };
+        let opened;
+        let (record, location) = match &self.appender {
+            Some(a) => (a.append(entry, key), a.location()),
+            None => {
+                opened = evident_ledger::open(self.ledger.as_deref())
+                    .map_err(|e| RecordError::Ledger(e.to_string()))?;
+                (opened.append_signed(entry, key), opened.location())
+            }
+        };
+        let record = record.map_err(|e| RecordError::Ledger(e.to_string()))?;
         if let (Some(path), Some(key)) = (&self.checkpoint, key) {
-            let cp =
-                evident_ledger::Checkpoint::sign(ledger.location(), record.id, &record.hash, key);
+            let cp = evident_ledger::Checkpoint::sign(location, record.id, &record.hash, key);
             evident_ledger::attest::append_checkpoint(path, &cp)
                 .map_err(|e| RecordError::Ledger(e.to_string()))?;
         }
         Ok(Some(Recorded {
             id: record.id,
             hash: record.hash.clone(),
-            location: ledger.location().to_string(),
+            location: location.to_string(),
             signed_by: key.map(|k| k.id().to_string()),
+            time: record.time.clone(),
+            contract_digest: record.contract_digest.clone(),
+            claim_digest: record.claim_digest.clone(),
         }))
     }
 

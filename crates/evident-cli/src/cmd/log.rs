@@ -48,6 +48,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         until: bound("--until", &a.until)?,
         limit: a.limit,
         newest_first: a.limit.is_some(),
+        ..Default::default()
     };
     let ledger = match evident_ledger::open_existing(a.ledger.as_deref()) {
         Ok(l) => l,
