@@ -64,6 +64,10 @@ enum Command {
     /// Verify or export the ledger.
     #[command(subcommand)]
     Ledger(cmd::ledger::Command),
+    Serve(cmd::serve::Args),
+    /// Make bearer tokens for `evident serve`.
+    #[command(subcommand)]
+    Token(cmd::token::Command),
 }
 
 fn main() -> std::process::ExitCode {
@@ -96,6 +100,8 @@ fn main() -> std::process::ExitCode {
         Command::Log(a) => cmd::log::run(a),
         Command::Show(a) => cmd::show::run(a),
         Command::Ledger(c) => cmd::ledger::run(c),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Token(c) => cmd::token::run(c),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),

@@ -302,8 +302,14 @@ pub async fn run_with_before(
     for w in [Wave::Before, Wave::Command, Wave::After] {
         if w == Wave::After {
             // Nothing the commands started may touch the state the after-wave reads.
-            evident_probes::reaper::kill_escaped();
+            evident_probes::reaper::kill_escaped_exclusive().await;
         }
+        // Another gate of this process must not take this wave's daemons for orphans.
+        let _wave = if w == Wave::Command && !wave_of(w).is_empty() {
+            Some(evident_probes::reaper::command_wave().await)
+        } else {
+            None
+        };
         let idx = wave_of(w);
         let sources: Vec<(String, Source)> = idx
             .iter()
@@ -319,7 +325,7 @@ pub async fn run_with_before(
         }
     }
 
-    evident_probes::reaper::kill_escaped();
+    evident_probes::reaper::kill_escaped_exclusive().await;
     let snapshot_runs = compare_snapshots(contract, &claim.claim, &plan, settings, before).await;
     // Each probe scrubs the secrets it used; this scrubs every observation with the
     // secrets of every check, so one check cannot show another's secret.

@@ -125,7 +125,8 @@ pub struct Ledger {
     create: bool,
     /// The crash tests' hook ([`TEST_PAUSE_ENV`]).
     pause_before_commit: Option<std::time::Duration>,
-    rt: tokio::runtime::Runtime,
+    /// `None` only while being dropped.
+    rt: Option<tokio::runtime::Runtime>,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -313,7 +314,7 @@ impl Ledger {
                 .ok()
                 .and_then(|ms| ms.parse::<u64>().ok())
                 .map(std::time::Duration::from_millis),
-            rt,
+            rt: Some(rt),
         };
         ledger.block(|| async {
             let mut guard = ledger.conn.lock().await;
@@ -407,14 +408,17 @@ impl Ledger {
     }
 
     fn block<T: Send, F: Future<Output = T>>(&self, make: impl FnOnce() -> F + Send) -> T {
+        let Some(rt) = &self.rt else {
+            unreachable!("the runtime is taken only in drop")
+        };
         if tokio::runtime::Handle::try_current().is_ok() {
             // Called from inside another runtime: block a helper thread, not it.
-            std::thread::scope(|s| match s.spawn(|| self.rt.block_on(make())).join() {
+            std::thread::scope(|s| match s.spawn(|| rt.block_on(make())).join() {
                 Ok(v) => v,
                 Err(panic) => std::panic::resume_unwind(panic),
             })
         } else {
-            self.rt.block_on(make())
+            rt.block_on(make())
         }
     }
 
@@ -659,10 +663,17 @@ impl Ledger {
 
 impl Drop for Ledger {
     fn drop(&mut self) {
-        if tokio::runtime::Handle::try_current().is_err()
-            && let Some(conn) = self.conn.get_mut().take()
-        {
-            self.rt.block_on(conn.close());
+        let Some(rt) = self.rt.take() else { return };
+        if tokio::runtime::Handle::try_current().is_err() {
+            if let Some(conn) = self.conn.get_mut().take() {
+                rt.block_on(conn.close());
+            }
+        } else {
+            // Dropped inside another runtime (a server's state): a runtime cannot be
+            // shut down there by blocking, so its threads are let go in the background;
+            // the connection closes as it is dropped.
+            drop(self.conn.get_mut().take());
+            rt.shutdown_background();
         }
     }
 }

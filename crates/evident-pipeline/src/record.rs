@@ -48,6 +48,8 @@ pub struct Recorded {
     pub signed_by: Option<String>,
     /// When it was appended (the ledger's time form).
     pub time: String,
+    /// The previous record's hash.
+    pub prev_hash: String,
     /// `sha256:<hex>` of the recorded contract (secrets removed), for a gate.
     pub contract_digest: Option<String>,
     /// `sha256:<hex>` of the recorded claim.
@@ -149,6 +151,7 @@ impl Recording {
             location: location.to_string(),
             signed_by: key.map(|k| k.id().to_string()),
             time: record.time.clone(),
+            prev_hash: record.prev_hash.clone(),
             contract_digest: record.contract_digest.clone(),
             claim_digest: record.claim_digest.clone(),
         }))

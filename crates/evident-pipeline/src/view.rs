@@ -398,7 +398,7 @@ impl DecisionView {
             schema: DECISION_SCHEMA.into(),
             id: rec.id,
             hash: rec.hash.clone(),
-            prev_hash: String::new(),
+            prev_hash: rec.prev_hash.clone(),
             time: rec.time.clone(),
             kind: d.kind.as_str().into(),
             state,

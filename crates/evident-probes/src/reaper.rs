@@ -16,6 +16,40 @@ static COMMANDS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
 /// command just spawned is never mistaken for an orphan.
 static SCAN: Mutex<()> = Mutex::new(());
 
+/// Gates in one process (a server runs several at once) share the subreaper: an
+/// orphan that one gate's command started legitimately (a test's daemon that lives
+/// while the test runs) is indistinguishable from a leftover, so no gate may kill
+/// orphans while another gate's commands are running. A command wave holds this
+/// shared ([`command_wave`]); killing orphans holds it exclusively
+/// ([`kill_escaped_exclusive`]), after every running wave has finished.
+static WAVES: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// Held for the whole of a gate's command wave.
+pub async fn command_wave() -> tokio::sync::RwLockReadGuard<'static, ()> {
+    WAVES.read().await
+}
+
+/// [`kill_escaped`], once no other gate of this process is running commands (so a
+/// running command's own daemons are not taken for orphans). With no orphan at all
+/// (the usual case) it does not wait.
+pub async fn kill_escaped_exclusive() -> usize {
+    if !orphans_present() {
+        return 0;
+    }
+    let _all = WAVES.write().await;
+    kill_escaped()
+}
+
+/// Is there a live adopted orphan right now?
+fn orphans_present() -> bool {
+    let me = rustix::process::getpid();
+    let my_session = stat(me.as_raw_nonzero().get()).map(|p| p.session);
+    let _scan = spawning();
+    children(me).iter().any(|p| {
+        p.state != 'Z' && is_orphan(p, my_session, is_command(p.pid.as_raw_nonzero().get()))
+    })
+}
+
 /// Hold this while spawning a command and calling [`started`].
 pub(crate) fn spawning() -> std::sync::MutexGuard<'static, ()> {
     SCAN.lock()

@@ -1,0 +1,128 @@
+//! `evident serve`: the HTTP API over the pipeline (crate evident-serve).
+
+use anyhow::{Context as _, anyhow};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Serve the verifier over HTTP: verify, gate, contracts, decisions, metrics, OpenAPI.
+///
+/// Write routes (POST /v1/verify, POST /v1/gate/NAME) need `Authorization: Bearer
+/// TOKEN` with a token listed by hash in --tokens (make one with `evident token new
+/// NAME`; the name is recorded as who asked). Read routes are open when --listen is a
+/// loopback address and need a token otherwise. Contracts are only ever the server's:
+/// DIR/NAME.toml or DIR/NAME.json, run with the file's own directory as root. Logs go
+/// to stderr (EVIDENT_LOG=debug for more). SIGTERM stops taking connections and
+/// finishes the requests and gates in flight. See docs/serve.md.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The directory of contracts served (NAME.toml / NAME.json).
+    #[arg(long, value_name = "DIR")]
+    pub contracts: PathBuf,
+    /// Where to listen (a loopback address keeps read routes open).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else
+    /// .evident/ledger.db). Several servers share one PostgreSQL ledger as one chain.
+    #[arg(long, value_name = "PATH|URL")]
+    pub ledger: Option<String>,
+    /// The tokens file (TOML: [[token]] name = "…" sha256 = "…").
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+    /// The owner's policy POST /v1/verify decides under (a policy object or a contract;
+    /// JSON or TOML). Without it that route answers 503: a document's own policy is the
+    /// agent's and never decides here.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Sign each gate's evidence and each record's hash with this key.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Also accept this Host header (a name behind a proxy; `name` matches any port).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_host: Vec<String>,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024, value_name = "BYTES")]
+    pub body_limit: usize,
+    /// Deadline of each request except a gate's, in seconds.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub request_timeout: f64,
+    /// Deadline of each gate (all its checks), in seconds.
+    #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
+    pub gate_timeout: f64,
+    /// Gates running at once (more wait; past --gate-queue they are refused with 503).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub gate_concurrency: usize,
+    /// Gates waiting for a slot before more are refused.
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    pub gate_queue: usize,
+    /// Checks running at once within a gate.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub jobs: usize,
+    /// Worker threads for HTTP (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+fn seconds(flag: &str, v: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| anyhow!("{flag} must be a positive number of seconds"))
+}
+
+pub fn run(a: Args) -> anyhow::Result<u8> {
+    evident_serve::init_logging();
+    let mut cfg = evident_serve::Config::new(a.listen, a.contracts.clone());
+    cfg.ledger = a.ledger.clone();
+    if let Some(path) = &a.tokens {
+        cfg.tokens = evident_serve::Tokens::load(path).map_err(|e| anyhow!("--tokens {e}"))?;
+    }
+    if let Some(path) = &a.policy {
+        cfg.policy = Some((
+            path.display().to_string(),
+            crate::cmd::verify::load_policy(path)?,
+        ));
+    }
+    if let Some(path) = &a.key {
+        cfg.key = Some(evident_ledger::sign::Key::load(path).map_err(|e| anyhow!("{e}"))?);
+        cfg.key_path = Some(path.clone());
+    }
+    cfg.allowed_hosts = a.allow_host.clone();
+    cfg.body_limit = a.body_limit;
+    cfg.request_timeout = seconds("--request-timeout", a.request_timeout)?;
+    cfg.gate_timeout = seconds("--gate-timeout", a.gate_timeout)?;
+    cfg.gate_concurrency = a.gate_concurrency;
+    cfg.gate_queue = a.gate_queue;
+    cfg.jobs = a.jobs;
+    let tokens = cfg.tokens.len();
+    let app = evident_serve::App::new(cfg)?;
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(n) = a.threads {
+        rt.worker_threads(n.max(1));
+    }
+    let rt = rt.build().context("cannot start the runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(a.listen)
+            .await
+            .with_context(|| format!("--listen {}: cannot listen", a.listen))?;
+        let addr = listener.local_addr()?;
+        // TODO(lead): mount evident-mcp at /mcp (app.require_token) and evident-web
+        // at / (app.require_read) here once they land.
+        let router = app.router();
+        evident_serve::tracing::info!(
+            listen = %addr,
+            contracts = %app.catalog().dir().display(),
+            ledger = %app.decisions().location(),
+            tokens,
+            open_reads = app.open_reads(),
+            "evident serve listening"
+        );
+        if tokens == 0 {
+            evident_serve::tracing::warn!("no --tokens: every write route answers 401");
+        }
+        evident_serve::serve(app, router, listener, evident_serve::shutdown_signal()).await?;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(crate::exit::OK)
+}

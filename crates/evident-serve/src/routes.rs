@@ -1,0 +1,983 @@
+//! The routes, the access rules, and gate jobs.
+
+use crate::problem::Problem;
+use crate::{App, Caller, split_host};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{MatchedPath, Path, Query, RawQuery, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use evident_format::Claim;
+use evident_pipeline::catalog::{CatalogError, Served};
+use evident_pipeline::view::{DecisionView, Query as DecisionQuery, ReadError};
+use evident_pipeline::{Origin, Recording};
+use schemars::JsonSchema;
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// How a job ended.
+type Outcome = Result<DecisionView, Problem>;
+
+/// Most jobs remembered (for polling and Idempotency-Key); the oldest finished ones
+/// are forgotten first.
+const MAX_JOBS: usize = 10_000;
+/// How long a finished job (and its Idempotency-Key) is remembered.
+const JOB_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Longest Idempotency-Key.
+const MAX_KEY: usize = 200;
+
+pub(crate) fn router(app: App, extra: Router) -> Router {
+    let api = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi))
+        .route("/v1/verify", post(verify))
+        .route("/v1/gate/{contract}", post(gate))
+        .route("/v1/contracts", get(contracts))
+        .route("/v1/contracts/{name}", get(contract))
+        .route("/v1/decisions", get(decisions))
+        .route("/v1/decisions/{id}", get(decision))
+        .route("/v1/jobs/{id}", get(job))
+        .route_layer(middleware::from_fn_with_state(app.clone(), deadline))
+        .with_state(app.clone());
+    api.merge(extra)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(middleware::from_fn_with_state(app.clone(), measure))
+        .layer(axum::extract::DefaultBodyLimit::max(app.0.cfg.body_limit))
+        .layer(middleware::from_fn_with_state(app.clone(), host_check))
+}
+
+// ---- middleware -------------------------------------------------------------------
+
+/// DNS rebinding: a page on another site that resolves its own name to this
+/// machine's address sends its own name as `Host`; only the names this server
+/// answers to are accepted.
+async fn host_check(State(app): State<App>, req: Request, next: Next) -> Response {
+    if let Some(hosts) = &app.0.hosts {
+        let given = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_string)
+            .or_else(|| req.uri().authority().map(|a| a.as_str().to_string()));
+        let ok = given.as_deref().is_some_and(|h| {
+            let (name, port) = split_host(&h.to_ascii_lowercase());
+            let port = port.unwrap_or(80);
+            hosts
+                .iter()
+                .any(|(n, p)| *n == name && p.is_none_or(|p| p == port))
+        });
+        if !ok {
+            app.0
+                .metrics
+                .request("(host refused)", req.method().as_str(), 421, 0.0);
+            return Problem::new(
+                StatusCode::MISDIRECTED_REQUEST,
+                "host-not-served",
+                "this server does not answer to that Host (a DNS-rebinding guard); use the address it listens on, or start it with --allow-host NAME",
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// Request count and latency by route.
+async fn measure(State(app): State<App>, req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "(unmatched)".into());
+    let method = req.method().clone();
+    let r = next.run(req).await;
+    let secs = start.elapsed().as_secs_f64();
+    app.0
+        .metrics
+        .request(&route, method.as_str(), r.status().as_u16(), secs);
+    tracing::debug!(%method, %route, status = r.status().as_u16(), ms = secs * 1000.0, "request");
+    r
+}
+
+/// The per-request deadline (a gate's is its own: the gate deadline).
+async fn deadline(State(app): State<App>, req: Request, next: Next) -> Response {
+    let is_gate = req
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|p| p.as_str() == "/v1/gate/{contract}");
+    if is_gate {
+        return next.run(req).await;
+    }
+    let limit = app.0.cfg.request_timeout;
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "deadline",
+            format!(
+                "the request took longer than its deadline ({} s)",
+                limit.as_secs_f64()
+            ),
+        )
+        .into_response(),
+    }
+}
+
+pub(crate) async fn token_layer(State(app): State<App>, mut req: Request, next: Next) -> Response {
+    match app.write_caller(req.headers()) {
+        Ok(name) => {
+            req.extensions_mut().insert(Caller(Some(name)));
+            next.run(req).await
+        }
+        Err(p) => p.into_response(),
+    }
+}
+
+pub(crate) async fn read_layer(State(app): State<App>, mut req: Request, next: Next) -> Response {
+    match app.read_caller(req.headers()) {
+        Ok(name) => {
+            req.extensions_mut().insert(Caller(name));
+            next.run(req).await
+        }
+        Err(p) => p.into_response(),
+    }
+}
+
+// ---- access ------------------------------------------------------------------------
+
+impl App {
+    /// The token's name; absent → `Ok(None)`; present but unknown → 401.
+    fn token(&self, headers: &HeaderMap) -> Result<Option<String>, Problem> {
+        let mut values = headers.get_all(header::AUTHORIZATION).iter();
+        let Some(value) = values.next() else {
+            return Ok(None);
+        };
+        let unauthorized = |detail: &str| {
+            let mut p = Problem::new(StatusCode::UNAUTHORIZED, "unauthorized", detail);
+            p.challenge = true;
+            p
+        };
+        if values.next().is_some() {
+            return Err(unauthorized("send one Authorization header"));
+        }
+        let Some(token) = crate::auth::bearer(value.as_bytes()) else {
+            return Err(unauthorized(
+                "Authorization must be `Bearer <token>` (a token from `evident token new`)",
+            ));
+        };
+        match self.0.cfg.tokens.check(token) {
+            Some(name) => Ok(Some(name.to_string())),
+            None => Err(unauthorized("the token is not known to this server")),
+        }
+    }
+
+    pub(crate) fn write_caller(&self, headers: &HeaderMap) -> Result<String, Problem> {
+        match self.token(headers)? {
+            Some(name) => Ok(name),
+            None => {
+                let mut p = Problem::new(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    if self.0.cfg.tokens.is_empty() {
+                        "this route needs `Authorization: Bearer <token>`, and this server has no tokens (start it with --tokens FILE; `evident token new NAME` makes one)"
+                    } else {
+                        "this route needs `Authorization: Bearer <token>`"
+                    },
+                );
+                p.challenge = true;
+                Err(p)
+            }
+        }
+    }
+
+    pub(crate) fn read_caller(&self, headers: &HeaderMap) -> Result<Option<String>, Problem> {
+        let who = self.token(headers)?;
+        if who.is_none() && !self.0.open_reads {
+            let mut p = Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "this server does not listen on a loopback address, so reads need `Authorization: Bearer <token>` too",
+            );
+            p.challenge = true;
+            return Err(p);
+        }
+        Ok(who)
+    }
+}
+
+// ---- small handlers ----------------------------------------------------------------
+
+async fn not_found() -> Response {
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        "not-found",
+        "no such route (GET /openapi.json lists them)",
+    )
+    .into_response()
+}
+
+async fn method_not_allowed() -> Response {
+    Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "this route does not take that method (GET /openapi.json lists them)",
+    )
+    .into_response()
+}
+
+/// `GET /healthz`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Health {
+    /// `ok`.
+    pub status: String,
+    /// evident's version.
+    pub version: String,
+}
+
+async fn healthz() -> axum::Json<Health> {
+    axum::Json(Health {
+        status: "ok".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    })
+}
+
+async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {
+    if let Err(p) = app.read_caller(&headers) {
+        return p.into_response();
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        app.0.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn openapi(State(app): State<App>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        app.0.openapi.clone(),
+    )
+        .into_response()
+}
+
+/// `GET /v1/contracts`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ContractList {
+    /// Every served contract, by name.
+    pub items: Vec<evident_pipeline::catalog::ContractSummary>,
+}
+
+async fn contracts(State(app): State<App>, headers: HeaderMap) -> Response {
+    if let Err(p) = app.read_caller(&headers) {
+        return p.into_response();
+    }
+    let a = app.clone();
+    let items = tokio::task::spawn_blocking(move || {
+        a.0.catalog.list(&|e| tracing::warn!(error = %e, "contract does not load"))
+    })
+    .await
+    .unwrap_or_default();
+    json(StatusCode::OK, &ContractList { items })
+}
+
+fn catalog_problem(e: &CatalogError) -> Problem {
+    match e {
+        CatalogError::BadName(_) => {
+            let mut p = Problem::new(StatusCode::BAD_REQUEST, "invalid-contract-name", e.to_string());
+            p.parameter = Some("contract".into());
+            p
+        }
+        CatalogError::NotFound(_) => Problem::new(
+            StatusCode::NOT_FOUND,
+            "unknown-contract",
+            format!("{e} (GET /v1/contracts lists them)"),
+        ),
+        CatalogError::Ambiguous(_) | CatalogError::Invalid { .. } => {
+            tracing::error!(error = %e, "contract does not load");
+            Problem::internal("the contract does not load")
+        }
+    }
+}
+
+async fn load_contract(app: &App, name: String) -> Result<Served, Problem> {
+    let a = app.clone();
+    match tokio::task::spawn_blocking(move || a.0.catalog.load(&name)).await {
+        Ok(r) => r.map_err(|e| catalog_problem(&e)),
+        Err(_) => Err(Problem::internal("reading the contract failed")),
+    }
+}
+
+async fn contract(State(app): State<App>, headers: HeaderMap, Path(name): Path<String>) -> Response {
+    if let Err(p) = app.read_caller(&headers) {
+        return p.into_response();
+    }
+    match load_contract(&app, name).await {
+        Ok(s) => json(StatusCode::OK, &s.view()),
+        Err(p) => p.into_response(),
+    }
+}
+
+async fn decisions(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    if let Err(p) = app.read_caller(&headers) {
+        return p.into_response();
+    }
+    let Ok(Query(pairs)) = query else {
+        return Problem::parameter("query", "the query string is not form-encoded").into_response();
+    };
+    let mut q = DecisionQuery::default();
+    let mut seen: Vec<&str> = Vec::new();
+    for (k, v) in &pairs {
+        if seen.contains(&k.as_str()) {
+            return Problem::parameter(k, format!("{k} is given twice")).into_response();
+        }
+        seen.push(k);
+        let v = Some(v.clone());
+        match k.as_str() {
+            "state" => q.state = v,
+            "task" => q.task = v,
+            "kind" => q.kind = v,
+            "since" => q.since = v,
+            "cursor" => q.cursor = v,
+            "limit" => match v.as_deref().map(str::parse::<u64>) {
+                Some(Ok(n)) => q.limit = Some(n),
+                _ => {
+                    return Problem::parameter("limit", "limit must be a whole number from 1 to 500")
+                        .into_response();
+                }
+            },
+            other => {
+                return Problem::parameter(
+                    other,
+                    format!(
+                        "unknown parameter {other:?}: this route takes state, task, kind, since, limit and cursor"
+                    ),
+                )
+                .into_response();
+            }
+        }
+    }
+    let d = app.0.decisions.clone();
+    match tokio::task::spawn_blocking(move || d.list(&q)).await {
+        Ok(Ok(page)) => json(StatusCode::OK, &page),
+        Ok(Err(e)) => read_problem(&e).into_response(),
+        Err(_) => Problem::internal("listing failed").into_response(),
+    }
+}
+
+fn read_problem(e: &ReadError) -> Problem {
+    match e {
+        ReadError::BadQuery { parameter, message } => Problem::parameter(parameter, message.clone()),
+        ReadError::NotFound(_) => Problem::new(StatusCode::NOT_FOUND, "unknown-decision", e.to_string()),
+        ReadError::Ledger(m) => {
+            tracing::error!(error = %m, "ledger read failed");
+            Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ledger-unavailable",
+                "the ledger cannot be read right now; the server's log says why",
+            )
+        }
+    }
+}
+
+async fn decision(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if let Err(p) = app.read_caller(&headers) {
+        return p.into_response();
+    }
+    let Some(id) = parse_id(&id) else {
+        let mut p = Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid-parameter",
+            "a decision id is the record's number (1, 2, …)",
+        );
+        p.parameter = Some("id".into());
+        return p.into_response();
+    };
+    let d = app.0.decisions.clone();
+    match tokio::task::spawn_blocking(move || d.get(id)).await {
+        Ok(Ok(v)) => json(StatusCode::OK, &v),
+        Ok(Err(e)) => read_problem(&e).into_response(),
+        Err(_) => Problem::internal("reading failed").into_response(),
+    }
+}
+
+fn parse_id(s: &str) -> Option<u64> {
+    if s.is_empty() || s.len() > 19 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok().filter(|n| *n > 0 && *n <= i64::MAX as u64)
+}
+
+fn json<T: Serialize>(status: StatusCode, v: &T) -> Response {
+    match serde_json::to_vec(v) {
+        Ok(body) => (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot serialize a response");
+            Problem::internal("the response could not be written").into_response()
+        }
+    }
+}
+
+// ---- writes -------------------------------------------------------------------------
+
+/// Reads a JSON body under the limit.
+async fn read_json_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Vec<u8>, Problem> {
+    let limit = app.0.cfg.body_limit;
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let is_json = media == "application/json"
+        || (media.starts_with("application/") && media.ends_with("+json"));
+    if !is_json {
+        return Err(Problem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            "send the claim as JSON with `Content-Type: application/json`",
+        ));
+    }
+    let too_large = || {
+        Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body-too-large",
+            format!("the body is larger than this server's limit of {limit} bytes (--body-limit)"),
+        )
+    };
+    if let Some(len) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        && len > limit as u64
+    {
+        return Err(too_large());
+    }
+    match axum::body::to_bytes(body, limit).await {
+        Ok(b) => Ok(b.to_vec()),
+        // The limit, or a broken upload.
+        Err(e) => {
+            if e.into_inner().is::<http_body_util::LengthLimitError>() {
+                return Err(too_large());
+            }
+            Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            "body-unreadable",
+            "the body could not be read to its end",
+        ))
+        }
+    }
+}
+
+fn parse_claim(bytes: &[u8]) -> Result<evident_format::ClaimDocument, Problem> {
+    Claim::parse(bytes, "request body").map_err(|e| Problem::invalid_document(&e))
+}
+
+/// The `Idempotency-Key` header, checked.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
+    let mut all = headers.get_all("idempotency-key").iter();
+    let Some(v) = all.next() else {
+        return Ok(None);
+    };
+    let bad = || {
+        Problem::parameter(
+            "Idempotency-Key",
+            format!("Idempotency-Key must be one header of 1 to {MAX_KEY} visible ASCII characters"),
+        )
+    };
+    if all.next().is_some() {
+        return Err(bad());
+    }
+    let s = v.to_str().map_err(|_| bad())?;
+    if s.is_empty() || s.len() > MAX_KEY || !s.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(bad());
+    }
+    Ok(Some(s.to_string()))
+}
+
+fn parse_wait(q: Option<&str>) -> Result<bool, Problem> {
+    let mut wait = true;
+    for pair in q.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("wait", "true")) => wait = true,
+            Some(("wait", "false")) => wait = false,
+            Some(("wait", _)) | None if pair == "wait" || pair.starts_with("wait=") => {
+                return Err(Problem::parameter("wait", "wait is true or false"));
+            }
+            _ => {
+                let name = pair.split('=').next().unwrap_or(pair);
+                return Err(Problem::parameter(
+                    name,
+                    format!("unknown parameter {name:?}: this route takes only wait"),
+                ));
+            }
+        }
+    }
+    Ok(wait)
+}
+
+async fn verify(
+    State(app): State<App>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+    body: Body,
+) -> Response {
+    match verify_inner(app, headers, q, body).await {
+        Ok(r) => r,
+        Err(p) => p.into_response(),
+    }
+}
+
+async fn verify_inner(
+    app: App,
+    headers: HeaderMap,
+    q: Option<String>,
+    body: Body,
+) -> Result<Response, Problem> {
+    let caller = app.write_caller(&headers)?;
+    if let Some(q) = q.as_deref().filter(|q| !q.is_empty()) {
+        let name = q.split(['=', '&']).next().unwrap_or(q);
+        return Err(Problem::parameter(
+            name,
+            format!("unknown parameter {name:?}: this route takes none"),
+        ));
+    }
+    if app.0.cfg.policy.is_none() {
+        return Err(Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no-policy",
+            "this server holds no policy to verify under (start it with --policy FILE); a document's own policy is the agent's and never decides here",
+        ));
+    }
+    let key = idempotency_key(&headers)?;
+    let bytes = read_json_body(&app, &headers, body).await?;
+    let hash: [u8; 32] = Sha256::digest(&bytes).into();
+    let document = parse_claim(&bytes)?;
+    drop(bytes);
+    let run = {
+        let app = app.clone();
+        let caller = caller.clone();
+        move || -> Outcome { decide_verify(&app, document, caller) }
+    };
+    let Some(key) = key else {
+        return tokio::task::spawn_blocking(run)
+            .await
+            .map_err(|_| Problem::internal("the decision failed"))?
+            .map(|v| json(StatusCode::OK, &v));
+    };
+    let job = match app.0.jobs.start(&caller, "verify", &key, hash)? {
+        Start::Existing(rx) => rx,
+        Start::New(tx, rx) => {
+            let a = app.clone();
+            a.0.tasks.start();
+            tokio::spawn(async move {
+                let out = tokio::task::spawn_blocking(run)
+                    .await
+                    .unwrap_or_else(|_| Err(Problem::internal("the decision failed")));
+                let _ = tx.send(Some(out));
+                a.0.tasks.finish();
+            });
+            rx
+        }
+    };
+    finish_wait(&app, job, None).await
+}
+
+fn decide_verify(app: &App, document: evident_format::ClaimDocument, caller: String) -> Outcome {
+    let s = &app.0;
+    let origin = Origin {
+        via: "http".into(),
+        asked_by: Some(caller),
+    };
+    let decision = evident_pipeline::verify(evident_pipeline::VerifyRequest {
+        document,
+        now: None,
+        trust: None,
+        policy: s.cfg.policy.clone(),
+        on_unverified: None,
+        partial: false,
+        recording: Recording {
+            appender: Some(s.appender.clone()),
+            origin: Some(origin.clone()),
+            ..Recording::default()
+        },
+        key: s.cfg.key.as_ref(),
+    });
+    finish_decision(app, decision, &origin, None)
+}
+
+fn finish_decision(
+    app: &App,
+    decision: Result<evident_pipeline::Decision, evident_pipeline::Error>,
+    origin: &Origin,
+    served: Option<&Served>,
+) -> Outcome {
+    match decision {
+        Ok(d) => {
+            app.0.metrics.decision(d.kind.as_str(), d.verdict.state.as_str());
+            if let Some(served) = served {
+                for run in &d.runs {
+                    let kind = served
+                        .document
+                        .contract
+                        .checks
+                        .iter()
+                        .find(|c| c.id == run.check_id)
+                        .map_or("unknown", |c| c.source.kind());
+                    app.0.metrics.probe(kind, run.duration_ms as f64 / 1000.0);
+                }
+            }
+            let view = DecisionView::from_decision(&d, Some(origin))
+                .ok_or_else(|| Problem::internal("the decision was not recorded"))?;
+            tracing::info!(
+                kind = %view.kind,
+                state = %d.verdict.state,
+                id = view.id,
+                task = view.task_id.as_deref().unwrap_or(""),
+                contract = view.contract.as_ref().and_then(|c| c.name.as_deref()).unwrap_or(""),
+                asked_by = origin.asked_by.as_deref().unwrap_or(""),
+                "decided"
+            );
+            Ok(view)
+        }
+        Err(evident_pipeline::Error::Record { source, .. }) => {
+            tracing::error!(error = %source, "a decision could not be recorded");
+            Err(Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ledger-unavailable",
+                "the decision was made but could not be recorded, so it is not given (a verdict nobody can look up cannot be audited); retry later",
+            ))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "the pipeline failed");
+            Err(Problem::internal("the decision failed"))
+        }
+    }
+}
+
+async fn gate(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    RawQuery(q): RawQuery,
+    body: Body,
+) -> Response {
+    match gate_inner(app, headers, name, q, body).await {
+        Ok(r) => r,
+        Err(p) => p.into_response(),
+    }
+}
+
+async fn gate_inner(
+    app: App,
+    headers: HeaderMap,
+    name: String,
+    q: Option<String>,
+    body: Body,
+) -> Result<Response, Problem> {
+    let caller = app.write_caller(&headers)?;
+    let wait = parse_wait(q.as_deref())?;
+    let key = idempotency_key(&headers)?;
+    let served = load_contract(&app, name.clone()).await?;
+    let bytes = read_json_body(&app, &headers, body).await?;
+    let mut hasher = Sha256::new();
+    hasher.update(name.as_bytes());
+    hasher.update([0]);
+    hasher.update(&bytes);
+    let hash: [u8; 32] = hasher.finalize().into();
+    let claim = parse_claim(&bytes)?;
+    drop(bytes);
+    let key = key.unwrap_or_else(|| {
+        // No key: a job of its own all the same (polling, shutdown waits for it).
+        format!("\0{}", crate::auth::new_token().1)
+    });
+    let job_id;
+    let rx = match app.0.jobs.start(&caller, "gate", &key, hash)? {
+        Start::Existing(rx) => {
+            job_id = app.0.jobs.id_of(&caller, "gate", &key);
+            rx
+        }
+        Start::New(tx, rx) => {
+            if app.0.metrics.gates_queued.load(Ordering::Relaxed) >= app.0.cfg.gate_queue as i64 {
+                app.0.jobs.forget(&caller, "gate", &key);
+                let mut p = Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "busy",
+                    "too many gates are waiting for a slot; retry later",
+                );
+                p.retry_after = Some(5);
+                return Err(p);
+            }
+            job_id = app.0.jobs.id_of(&caller, "gate", &key);
+            let a = app.clone();
+            a.0.tasks.start();
+            let origin = Origin {
+                via: "http".into(),
+                asked_by: Some(caller.clone()),
+            };
+            tokio::spawn(async move {
+                let out = run_gate(&a, served, claim, origin).await;
+                let _ = tx.send(Some(out));
+                a.0.tasks.finish();
+            });
+            rx
+        }
+    };
+    let href = job_id.as_ref().map(|id| format!("/v1/jobs/{id}"));
+    if !wait {
+        let view = job_view(job_id.as_deref().unwrap_or(""), &rx);
+        let mut r = json(StatusCode::ACCEPTED, &view);
+        if let Some(h) = &href
+            && let Ok(v) = HeaderValue::from_str(h)
+        {
+            r.headers_mut().insert(header::LOCATION, v);
+        }
+        return Ok(r);
+    }
+    finish_wait(&app, rx, href).await
+}
+
+/// Waits for a job (a gate's deadline plus a margin): its decision, its problem, or
+/// 504 with where to poll.
+async fn finish_wait(
+    app: &App,
+    mut rx: watch::Receiver<Option<Outcome>>,
+    href: Option<String>,
+) -> Result<Response, Problem> {
+    let limit = app.0.cfg.gate_timeout + Duration::from_secs(30);
+    let done = tokio::time::timeout(limit, rx.wait_for(Option::is_some)).await;
+    match done {
+        Ok(Ok(v)) => match v.as_ref() {
+            Some(Ok(view)) => Ok(json(StatusCode::OK, view)),
+            Some(Err(p)) => Err(p.clone()),
+            None => Err(Problem::internal("the job ended without a result")),
+        },
+        Ok(Err(_)) => Err(Problem::internal("the job ended without a result")),
+        Err(_) => {
+            let mut p = Problem::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "still-running",
+                "the gate is still running; poll for its decision",
+            );
+            p.poll = href;
+            Err(p)
+        }
+    }
+}
+
+async fn run_gate(app: &App, served: Served, claim: evident_format::ClaimDocument, origin: Origin) -> Outcome {
+    let s = &app.0;
+    s.metrics.gates_queued.fetch_add(1, Ordering::Relaxed);
+    let permit = s.gate_slots.clone().acquire_owned().await;
+    s.metrics.gates_queued.fetch_sub(1, Ordering::Relaxed);
+    let Ok(_permit) = permit else {
+        return Err(Problem::internal("the gate slots are closed"));
+    };
+    // One gate per root at a time: one gate's commands must not change what another's
+    // after-readback sees.
+    let lock = app.root_lock(&served.root);
+    let _root = lock.lock_owned().await;
+    s.metrics.gates_running.fetch_add(1, Ordering::Relaxed);
+    let a = app.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        let s = &a.0;
+        let settings = evident_gate::Settings {
+            jobs: s.cfg.jobs,
+            deadline: s.cfg.gate_timeout,
+            context: evident_probes::Context::from_process(served.root.clone()),
+            verifier_id: evident_gate::verifier_id(),
+            progress: None,
+            only: None,
+        };
+        let decision = evident_pipeline::gate(evident_pipeline::GateRequest {
+            contract: &served.document,
+            contract_name: served.name.clone(),
+            claim,
+            settings,
+            key: s.cfg.key.as_ref(),
+            key_path: s.cfg.key_path.as_deref(),
+            recording: Recording {
+                appender: Some(s.appender.clone()),
+                origin: Some(origin.clone()),
+                ..Recording::default()
+            },
+        });
+        finish_decision(&a, decision, &origin, Some(&served))
+    })
+    .await;
+    s.metrics.gates_running.fetch_sub(1, Ordering::Relaxed);
+    result.unwrap_or_else(|_| Err(Problem::internal("the gate failed")))
+}
+
+// ---- jobs --------------------------------------------------------------------------
+
+/// A gate started with `wait=false` (or any write with an `Idempotency-Key`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct JobView {
+    /// The job's id.
+    pub id: String,
+    /// `running`, `done` or `failed`.
+    pub status: String,
+    /// Where to poll (`/v1/jobs/{id}`).
+    pub href: String,
+    /// The decision, once done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<DecisionView>,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<Problem>,
+}
+
+fn job_view(id: &str, rx: &watch::Receiver<Option<Outcome>>) -> JobView {
+    let (status, decision, problem) = match rx.borrow().as_ref() {
+        None => ("running", None, None),
+        Some(Ok(v)) => ("done", Some(v.clone()), None),
+        Some(Err(p)) => ("failed", None, Some(p.clone())),
+    };
+    JobView {
+        id: id.to_string(),
+        status: status.into(),
+        href: format!("/v1/jobs/{id}"),
+        decision,
+        problem,
+    }
+}
+
+async fn job(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if let Err(p) = app.read_caller(&headers) {
+        return p.into_response();
+    }
+    match app.0.jobs.get(&id) {
+        Some(rx) => json(StatusCode::OK, &job_view(&id, &rx)),
+        None => Problem::new(
+            StatusCode::NOT_FOUND,
+            "unknown-job",
+            "no such job (finished jobs are forgotten after a day, or when a server restarts)",
+        )
+        .into_response(),
+    }
+}
+
+pub(crate) enum Start {
+    /// The first request with this key: run it and send the outcome.
+    New(watch::Sender<Option<Outcome>>, watch::Receiver<Option<Outcome>>),
+    /// A retry: the first request's job.
+    Existing(watch::Receiver<Option<Outcome>>),
+}
+
+struct Job {
+    rx: watch::Receiver<Option<Outcome>>,
+    at: Instant,
+}
+
+#[derive(Default)]
+struct JobsInner {
+    by_id: HashMap<String, Job>,
+    /// (caller, route, key) → (request hash, job id).
+    by_key: HashMap<(String, String, String), ([u8; 32], String)>,
+    order: VecDeque<String>,
+}
+
+/// Jobs by id, and Idempotency-Keys by caller (one caller's key never answers
+/// another's request).
+#[derive(Default)]
+pub(crate) struct Jobs {
+    inner: std::sync::Mutex<JobsInner>,
+}
+
+impl Jobs {
+    fn lock(&self) -> std::sync::MutexGuard<'_, JobsInner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn start(&self, caller: &str, route: &str, key: &str, hash: [u8; 32]) -> Result<Start, Problem> {
+        let mut j = self.lock();
+        let k = (caller.to_string(), route.to_string(), key.to_string());
+        if let Some((h, id)) = j.by_key.get(&k) {
+            if *h != hash {
+                return Err(Problem::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "idempotency-key-reused",
+                    "this Idempotency-Key was used for a different request; use a new key for a new request",
+                ));
+            }
+            if let Some(job) = j.by_id.get(id) {
+                return Ok(Start::Existing(job.rx.clone()));
+            }
+        }
+        // Forget the oldest finished jobs (and expired ones).
+        while j.by_id.len() >= MAX_JOBS || j.order.front().is_some_and(|id| j.by_id.get(id).is_none_or(|x| x.at.elapsed() > JOB_TTL && x.rx.borrow().is_some())) {
+            let Some(id) = j.order.pop_front() else { break };
+            let running = j.by_id.get(&id).is_some_and(|x| x.rx.borrow().is_none());
+            if running && j.by_id.len() < MAX_JOBS {
+                j.order.push_back(id);
+                break;
+            }
+            j.by_id.remove(&id);
+            j.by_key.retain(|_, (_, v)| *v != id);
+        }
+        let id = crate::auth::new_token().1[..32].to_string();
+        let (tx, rx) = watch::channel(None);
+        j.by_id.insert(
+            id.clone(),
+            Job {
+                rx: rx.clone(),
+                at: Instant::now(),
+            },
+        );
+        j.order.push_back(id.clone());
+        j.by_key.insert(k, (hash, id));
+        Ok(Start::New(tx, rx))
+    }
+
+    fn id_of(&self, caller: &str, route: &str, key: &str) -> Option<String> {
+        self.lock()
+            .by_key
+            .get(&(caller.to_string(), route.to_string(), key.to_string()))
+            .map(|(_, id)| id.clone())
+    }
+
+    fn forget(&self, caller: &str, route: &str, key: &str) {
+        let mut j = self.lock();
+        if let Some((_, id)) = j
+            .by_key
+            .remove(&(caller.to_string(), route.to_string(), key.to_string()))
+        {
+            j.by_id.remove(&id);
+            j.order.retain(|x| *x != id);
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<watch::Receiver<Option<Outcome>>> {
+        if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        self.lock().by_id.get(id).map(|j| j.rx.clone())
+    }
+}

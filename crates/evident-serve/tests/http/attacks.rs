@@ -1,0 +1,206 @@
+//! A hostile client: every request, header, body, token guess and contract name it
+//! can send. Each attack has its honest twin in the other modules.
+
+use crate::common::*;
+use serde_json::json;
+
+#[test]
+fn writes_need_a_known_token() {
+    let s = Server::start(|_, dir| {
+        write_contract(&dir.join("contracts"), "files.toml", FILES);
+    });
+    let body = serde_json::to_vec(&example_claim()).unwrap();
+    let ct = ("Content-Type", "application/json");
+    let (_, hash) = evident_serve::auth::new_token();
+    let wrong = format!("Bearer {}", evident_serve::auth::new_token().0);
+    let hash_as_token = format!("Bearer {hash}");
+    let near = format!("Bearer {}x", s.token);
+    let lower = format!("bearer {}", s.token);
+    for path in ["/v1/verify", "/v1/gate/files"] {
+        for headers in [
+            vec![ct],
+            vec![ct, ("Authorization", wrong.as_str())],
+            vec![ct, ("Authorization", hash_as_token.as_str())],
+            vec![ct, ("Authorization", near.as_str())],
+            vec![ct, ("Authorization", "Bearer ")],
+            vec![ct, ("Authorization", "Basic Y2k6Y2k=")],
+            vec![ct, ("Authorization", s.token.as_str())],
+            // Two headers, one good: refused (no header smuggling).
+            vec![ct, ("Authorization", wrong.as_str()), ("Authorization", lower.as_str())],
+        ] {
+            let r = s.raw("POST", path, &headers, Some(&body));
+            let p = r.problem(401);
+            assert_eq!(r.header("www-authenticate"), Some("Bearer realm=\"evident\""));
+            assert!(!p.to_string().contains(&s.token));
+        }
+    }
+    // The scheme is case-insensitive.
+    let r = s.raw("POST", "/v1/verify", &[ct, ("Authorization", lower.as_str())], Some(&body));
+    assert_eq!(r.status, 200);
+    assert_eq!(s.open_ledger().verify().unwrap().records, 1, "refused requests record nothing");
+}
+
+#[test]
+fn reads_are_open_only_when_the_server_listens_on_loopback() {
+    // Listening on every address, reached through loopback: the peer's address does
+    // not open anything.
+    let s = Server::start_on("0.0.0.0:0", |_, _| {});
+    let port = s.addr.port();
+    let local = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let get = |path: &str, auth: Option<&str>| {
+        let mut req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+        if let Some(a) = auth {
+            req.push_str(&format!("Authorization: {a}\r\n"));
+        }
+        req.push_str("\r\n");
+        send(local, req.as_bytes())
+    };
+    for path in ["/v1/decisions", "/v1/contracts", "/metrics", "/v1/decisions/1"] {
+        get(path, None).problem(401);
+        assert_ne!(get(path, Some(&s.auth())).status, 401, "{path}");
+    }
+    assert_eq!(get("/healthz", None).status, 200);
+    assert_eq!(get("/openapi.json", None).status, 200);
+    // A wrong token is refused even where reads are open.
+    let lo = Server::start(|_, _| {});
+    lo.raw("GET", "/v1/decisions", &[("Authorization", "Bearer nope")], None).problem(401);
+    lo.raw("GET", "/v1/decisions", &[], None).ok();
+}
+
+#[test]
+fn the_host_header_must_name_this_server() {
+    let s = Server::start(|c, _| c.allowed_hosts = vec!["evident.example".into()]);
+    let port = s.addr.port();
+    for host in [
+        "evil.example".to_string(),
+        format!("evil.example:{port}"),
+        format!("127.0.0.1:{}", port.wrapping_add(1)),
+        format!("127.0.0.1.evil.example:{port}"),
+        String::new(),
+    ] {
+        s.raw("GET", "/v1/decisions", &[("Host", host.as_str())], None).problem(421);
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("LOCALHOST:{port}"),
+        "evident.example".to_string(),
+        "evident.example:443".to_string(),
+    ] {
+        assert_eq!(s.raw("GET", "/v1/decisions", &[("Host", host.as_str())], None).status, 200, "{host}");
+    }
+}
+
+#[test]
+fn bodies_are_limited() {
+    let s = Server::start(|c, _| c.body_limit = 2048);
+    let auth = s.auth();
+    let big = vec![b' '; 4096];
+    let mut claim = serde_json::to_vec(&example_claim()).unwrap();
+    claim.extend_from_slice(&big);
+    let hdrs = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+    s.raw("POST", "/v1/verify", &hdrs, Some(&claim)).problem(413);
+    // Chunked, with no length announced.
+    let mut chunked = format!("{:x}\r\n", claim.len()).into_bytes();
+    chunked.extend_from_slice(&claim);
+    chunked.extend_from_slice(b"\r\n0\r\n\r\n");
+    let r = s.raw(
+        "POST",
+        "/v1/verify",
+        &[hdrs[0], hdrs[1], ("Transfer-Encoding", "chunked")],
+        Some(&chunked),
+    );
+    r.problem(413);
+    // The honest twin: the same claim without the padding.
+    let ok = serde_json::to_vec(&example_claim()).unwrap();
+    assert_eq!(s.raw("POST", "/v1/verify", &hdrs, Some(&ok)).status, 200);
+}
+
+#[test]
+fn contract_names_are_never_paths() {
+    let s = Server::start(|_, dir| {
+        write_contract(&dir.join("contracts"), "files.toml", FILES);
+        // A contract outside the directory that a path could reach.
+        std::fs::write(dir.join("outside.toml"), FILES).unwrap();
+        std::fs::create_dir_all(dir.join("contracts/sub")).unwrap();
+        std::fs::write(dir.join("contracts/sub/inner.toml"), FILES).unwrap();
+        std::fs::write(dir.join("contracts/files.toml.bak"), FILES).unwrap();
+    });
+    let body = note_claim("t");
+    for name in [
+        "..%2Foutside",
+        "..%2F..%2Foutside",
+        "%2E%2E%2Foutside",
+        "sub%2Finner",
+        "files.toml",
+        "files.toml.bak",
+        ".files",
+        "..",
+        "%00files",
+        "files%00",
+        "files%20",
+        "%2Ftmp%2Fx",
+        &"a".repeat(65),
+    ] {
+        let r = s.call("POST", &format!("/v1/gate/{name}"), Some(&body));
+        assert!(matches!(r.status, 400 | 404), "{name}: {}", r.status);
+        r.problem(r.status);
+        let r = s.call("GET", &format!("/v1/contracts/{name}"), None);
+        assert!(matches!(r.status, 400 | 404), "{name}: {}", r.status);
+    }
+    // Unencoded separators do not reach the handler as a name at all.
+    for path in ["/v1/gate/../outside", "/v1/gate/sub/inner", "/v1/gate/%2e%2e/outside"] {
+        let r = s.call("POST", path, Some(&body));
+        assert!(matches!(r.status, 400 | 404), "{path}: {}", r.status);
+    }
+    s.call("POST", "/v1/gate/nope", Some(&body)).problem(404);
+    assert_eq!(s.open_ledger().verify().unwrap().records, 0, "nothing was gated");
+}
+
+#[test]
+fn malformed_claims_are_problems_naming_the_json_path() {
+    let s = Server::start(|_, dir| {
+        write_contract(&dir.join("contracts"), "files.toml", FILES);
+    });
+    let mut c = example_claim();
+    c["evidence"][0]["verifier"]["kind"] = json!("Independent");
+    for path in ["/v1/verify", "/v1/gate/files"] {
+        let p = s.call("POST", path, Some(&c)).problem(400);
+        assert_eq!(p["errors"][0]["path"], "evidence[0].verifier.kind", "{p}");
+        assert_eq!(p["errors"][0]["pointer"], "/evidence/0/verifier/kind", "{p}");
+        assert!(p["detail"].as_str().unwrap().contains("evidence[0].verifier.kind"));
+    }
+    let auth = s.auth();
+    let post = |ct: &str, body: &[u8]| {
+        s.raw("POST", "/v1/verify", &[("Authorization", auth.as_str()), ("Content-Type", ct)], Some(body))
+    };
+    let p = post("application/json", br#"{"spec_version": "0.1", "spec_version": "0.1"}"#).problem(400);
+    assert!(p["errors"][0]["message"].as_str().unwrap().contains("duplicate"), "{p}");
+    post("application/json", b"\xff\xfe").problem(400);
+    post("application/json", b"").problem(400);
+    post("application/json", b"[1, 2").problem(400);
+    post("application/json", &b"[".repeat(100_000)).problem(400);
+    post("text/plain", br#"{}"#).problem(415);
+    post("application/x-www-form-urlencoded", b"a=b").problem(415);
+    // A document's verdict is never taken: a forged "verified" is recomputed.
+    let mut forged = example_claim();
+    forged["evidence"][0]["verifier"]["kind"] = json!("self_attested");
+    forged["verdict"] = json!({"state": "verified", "unmet": [], "reason": null, "decided_at": "2026-01-01T00:00:00Z"});
+    let v = s.call("POST", "/v1/verify", Some(&forged)).ok();
+    assert_eq!(v["state"], "unverified");
+}
+
+#[test]
+fn unknown_routes_methods_and_parameters_are_problems() {
+    let s = Server::start(|_, dir| {
+        write_contract(&dir.join("contracts"), "files.toml", FILES);
+    });
+    s.call("GET", "/v2/anything", None).problem(404);
+    s.call("DELETE", "/v1/decisions", None).problem(405);
+    s.call("GET", "/v1/verify", None).problem(405);
+    let body = note_claim("t");
+    for q in ["wait=maybe", "wait", "only=note", "root=/"] {
+        s.call("POST", &format!("/v1/gate/files?{q}"), Some(&body)).problem(400);
+    }
+    s.call("POST", "/v1/verify?policy=mine", Some(&example_claim())).problem(400);
+}
