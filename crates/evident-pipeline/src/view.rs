@@ -390,9 +390,15 @@ impl DecisionView {
                 message: evident_ledger::redact::redact_text(&w.message),
             })
             .collect();
-        if held_out > 0 {
-            // A warning may quote a held-out check.
-            warnings.retain(|w| !w.path.starts_with("evidence"));
+        if held_out > 0
+            && let Some((_, c)) = &d.contract
+        {
+            // A warning may quote a held-out check (its id, its evidence item).
+            let hidden = held_out_checks(c);
+            warnings.retain(|w| {
+                !w.path.starts_with("evidence")
+                    && !hidden.keys().any(|id| w.message.contains(id.as_str()))
+            });
         }
         Some(DecisionView {
             schema: DECISION_SCHEMA.into(),

@@ -62,6 +62,7 @@ pub fn document() -> Value {
         let mut v = vec![
             ("400", err("The claim is not valid (each error names its JSON path), or a parameter is wrong.")),
             ("401", auth401()),
+            ("408", err("The body did not arrive within the request deadline.")),
             ("413", err("The body is larger than the server's limit.")),
             ("415", err("The body is not sent as application/json.")),
             ("422", err("The Idempotency-Key was used for a different request.")),
@@ -159,7 +160,8 @@ pub fn document() -> Value {
             }},
             "/v1/decisions/{id}": { "get": {
                 "operationId": "getDecision", "summary": "One recorded decision", "security": read_security,
-                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "parameters": [{ "name": "id", "in": "path", "required": true, "description": "The record's number.",
+                                 "schema": { "type": "string", "pattern": "^[1-9][0-9]{0,17}$" } }],
                 "responses": common(vec![
                     ("200", ok("The decision.", &decision)),
                     ("400", err("Not a record id.")),
@@ -168,7 +170,7 @@ pub fn document() -> Value {
             }},
             "/v1/jobs/{id}": { "get": {
                 "operationId": "getJob", "summary": "A gate started with wait=false", "security": read_security,
-                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^[0-9a-f]{32}$" } }],
                 "responses": common(vec![("200", ok("The job.", &job)), ("401", auth401())])
             }}
         }

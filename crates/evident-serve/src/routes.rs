@@ -21,8 +21,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-/// How a job ended.
+/// A decision just made, or why not.
 type Outcome = Result<DecisionView, Problem>;
+/// How a job ended, as the job table keeps it: the record's id (the decision itself is
+/// read back from the ledger), so finished jobs hold no documents in memory.
+type Done = Result<u64, Problem>;
 
 /// Most jobs remembered (for polling and Idempotency-Key); the oldest finished ones
 /// are forgotten first.
@@ -60,7 +63,10 @@ pub(crate) fn router(app: App, extra: Router) -> Router {
 /// machine's address sends its own name as `Host`; only the names this server
 /// answers to are accepted.
 async fn host_check(State(app): State<App>, req: Request, next: Next) -> Response {
-    if let Some(hosts) = &app.0.hosts {
+    // A load balancer's health check names the replica by its address; the answer
+    // tells a rebinding page nothing.
+    let health = req.uri().path() == "/healthz";
+    if let Some(hosts) = app.0.hosts.as_ref().filter(|_| !health) {
         let given = req
             .headers()
             .get(header::HOST)
@@ -477,7 +483,20 @@ async fn read_json_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Ve
     {
         return Err(too_large());
     }
-    match axum::body::to_bytes(body, limit).await {
+    // The body must arrive within the request deadline (a gate's route has no other
+    // deadline before the gate starts): a client trickling bytes holds nothing for long.
+    let read = tokio::time::timeout(app.0.cfg.request_timeout, axum::body::to_bytes(body, limit));
+    let Ok(read) = read.await else {
+        return Err(Problem::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body-too-slow",
+            format!(
+                "the body did not arrive within {} s",
+                app.0.cfg.request_timeout.as_secs_f64()
+            ),
+        ));
+    };
+    match read {
         Ok(b) => Ok(b.to_vec()),
         // The limit, or a broken upload.
         Err(e) => {
@@ -589,22 +608,68 @@ async fn verify_inner(
             .map_err(|_| Problem::internal("the decision failed"))?
             .map(|v| json(StatusCode::OK, &v));
     };
-    let job = match app.0.jobs.start(&caller, "verify", &key, hash)? {
-        Start::Existing(rx) => rx,
-        Start::New(tx, rx) => {
+    match app.0.jobs.start(&caller, "verify", &key, hash)? {
+        Start::Existing(rx) => finish_wait(&app, rx, None).await,
+        Start::New(tx, _) => {
+            let (first, answer) = tokio::sync::oneshot::channel();
             let a = app.clone();
             a.0.tasks.start();
             tokio::spawn(async move {
                 let out = tokio::task::spawn_blocking(run)
                     .await
                     .unwrap_or_else(|_| Err(Problem::internal("the decision failed")));
-                let _ = tx.send(Some(out));
+                conclude(&tx, first, out);
                 a.0.tasks.finish();
             });
-            rx
+            first_answer(&app, answer, None).await
         }
-    };
-    finish_wait(&app, job, None).await
+    }
+}
+
+/// Tells the job table how a job ended and hands the whole outcome to the request
+/// that started it.
+fn conclude(
+    tx: &watch::Sender<Option<Done>>,
+    first: tokio::sync::oneshot::Sender<Outcome>,
+    out: Outcome,
+) {
+    let _ = tx.send(Some(out.as_ref().map(|v| v.id).map_err(Clone::clone)));
+    let _ = first.send(out);
+}
+
+/// The first request's answer: the outcome, or 504 with where to poll.
+async fn first_answer(
+    app: &App,
+    answer: tokio::sync::oneshot::Receiver<Outcome>,
+    href: Option<String>,
+) -> Result<Response, Problem> {
+    let limit = app.0.cfg.gate_timeout + Duration::from_secs(30);
+    match tokio::time::timeout(limit, answer).await {
+        Ok(Ok(Ok(view))) => Ok(json(StatusCode::OK, &view)),
+        Ok(Ok(Err(p))) => Err(p),
+        Ok(Err(_)) => Err(Problem::internal("the job ended without a result")),
+        Err(_) => Err(still_running(href)),
+    }
+}
+
+fn still_running(href: Option<String>) -> Problem {
+    let mut p = Problem::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "still-running",
+        "the gate is still running; poll for its decision",
+    );
+    p.poll = href;
+    p
+}
+
+/// A recorded decision by id, as served.
+async fn load_view(app: &App, id: u64) -> Result<DecisionView, Problem> {
+    let d = app.0.decisions.clone();
+    match tokio::task::spawn_blocking(move || d.get(id)).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(read_problem(&e)),
+        Err(_) => Err(Problem::internal("reading the decision failed")),
+    }
 }
 
 fn decide_verify(app: &App, document: evident_format::ClaimDocument, caller: String) -> Outcome {
@@ -716,10 +781,10 @@ async fn gate_inner(
         format!("\0{}", crate::auth::new_token().1)
     });
     let job_id;
-    let rx = match app.0.jobs.start(&caller, "gate", &key, hash)? {
+    let (rx, first) = match app.0.jobs.start(&caller, "gate", &key, hash)? {
         Start::Existing(rx) => {
             job_id = app.0.jobs.id_of(&caller, "gate", &key);
-            rx
+            (rx, None)
         }
         Start::New(tx, rx) => {
             if app.0.metrics.gates_queued.load(Ordering::Relaxed) >= app.0.cfg.gate_queue as i64 {
@@ -739,17 +804,18 @@ async fn gate_inner(
                 via: "http".into(),
                 asked_by: Some(caller.clone()),
             };
+            let (first, answer) = tokio::sync::oneshot::channel();
             tokio::spawn(async move {
                 let out = run_gate(&a, served, claim, origin).await;
-                let _ = tx.send(Some(out));
+                conclude(&tx, first, out);
                 a.0.tasks.finish();
             });
-            rx
+            (rx, Some(answer))
         }
     };
     let href = job_id.as_ref().map(|id| format!("/v1/jobs/{id}"));
     if !wait {
-        let view = job_view(job_id.as_deref().unwrap_or(""), &rx);
+        let view = job_view(&app, job_id.as_deref().unwrap_or(""), &rx).await;
         let mut r = json(StatusCode::ACCEPTED, &view);
         if let Some(h) = &href
             && let Ok(v) = HeaderValue::from_str(h)
@@ -758,34 +824,29 @@ async fn gate_inner(
         }
         return Ok(r);
     }
-    finish_wait(&app, rx, href).await
+    match first {
+        Some(answer) => first_answer(&app, answer, href).await,
+        None => finish_wait(&app, rx, href).await,
+    }
 }
 
-/// Waits for a job (a gate's deadline plus a margin): its decision, its problem, or
-/// 504 with where to poll.
+/// Waits for a job another request started (a gate's deadline plus a margin): its
+/// decision read back from the ledger, its problem, or 504 with where to poll.
 async fn finish_wait(
     app: &App,
-    mut rx: watch::Receiver<Option<Outcome>>,
+    mut rx: watch::Receiver<Option<Done>>,
     href: Option<String>,
 ) -> Result<Response, Problem> {
     let limit = app.0.cfg.gate_timeout + Duration::from_secs(30);
-    let done = tokio::time::timeout(limit, rx.wait_for(Option::is_some)).await;
+    let done = match tokio::time::timeout(limit, rx.wait_for(Option::is_some)).await {
+        Ok(Ok(v)) => v.clone(),
+        Ok(Err(_)) => None,
+        Err(_) => return Err(still_running(href)),
+    };
     match done {
-        Ok(Ok(v)) => match v.as_ref() {
-            Some(Ok(view)) => Ok(json(StatusCode::OK, view)),
-            Some(Err(p)) => Err(p.clone()),
-            None => Err(Problem::internal("the job ended without a result")),
-        },
-        Ok(Err(_)) => Err(Problem::internal("the job ended without a result")),
-        Err(_) => {
-            let mut p = Problem::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "still-running",
-                "the gate is still running; poll for its decision",
-            );
-            p.poll = href;
-            Err(p)
-        }
+        Some(Ok(id)) => load_view(app, id).await.map(|v| json(StatusCode::OK, &v)),
+        Some(Err(p)) => Err(p),
+        None => Err(Problem::internal("the job ended without a result")),
     }
 }
 
@@ -852,11 +913,15 @@ pub struct JobView {
     pub problem: Option<Problem>,
 }
 
-fn job_view(id: &str, rx: &watch::Receiver<Option<Outcome>>) -> JobView {
-    let (status, decision, problem) = match rx.borrow().as_ref() {
+async fn job_view(app: &App, id: &str, rx: &watch::Receiver<Option<Done>>) -> JobView {
+    let done = rx.borrow().clone();
+    let (status, decision, problem) = match done {
         None => ("running", None, None),
-        Some(Ok(v)) => ("done", Some(v.clone()), None),
-        Some(Err(p)) => ("failed", None, Some(p.clone())),
+        Some(Ok(rid)) => match load_view(app, rid).await {
+            Ok(v) => ("done", Some(v), None),
+            Err(p) => ("failed", None, Some(p)),
+        },
+        Some(Err(p)) => ("failed", None, Some(p)),
     };
     JobView {
         id: id.to_string(),
@@ -872,7 +937,7 @@ async fn job(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>)
         return p.into_response();
     }
     match app.0.jobs.get(&id) {
-        Some(rx) => json(StatusCode::OK, &job_view(&id, &rx)),
+        Some(rx) => json(StatusCode::OK, &job_view(&app, &id, &rx).await),
         None => Problem::new(
             StatusCode::NOT_FOUND,
             "unknown-job",
@@ -884,13 +949,13 @@ async fn job(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>)
 
 pub(crate) enum Start {
     /// The first request with this key: run it and send the outcome.
-    New(watch::Sender<Option<Outcome>>, watch::Receiver<Option<Outcome>>),
+    New(watch::Sender<Option<Done>>, watch::Receiver<Option<Done>>),
     /// A retry: the first request's job.
-    Existing(watch::Receiver<Option<Outcome>>),
+    Existing(watch::Receiver<Option<Done>>),
 }
 
 struct Job {
-    rx: watch::Receiver<Option<Outcome>>,
+    rx: watch::Receiver<Option<Done>>,
     at: Instant,
 }
 
@@ -974,7 +1039,7 @@ impl Jobs {
         }
     }
 
-    fn get(&self, id: &str) -> Option<watch::Receiver<Option<Outcome>>> {
+    fn get(&self, id: &str) -> Option<watch::Receiver<Option<Done>>> {
         if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }

@@ -95,6 +95,11 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     cfg.gate_queue = a.gate_queue;
     cfg.jobs = a.jobs;
     let tokens = cfg.tokens.len();
+    // Bound first: with port 0 the Host check must know the port actually taken.
+    let std_listener = std::net::TcpListener::bind(a.listen)
+        .with_context(|| format!("--listen {}: cannot listen", a.listen))?;
+    std_listener.set_nonblocking(true)?;
+    cfg.listen = std_listener.local_addr()?;
     let app = evident_serve::App::new(cfg)?;
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();
@@ -103,9 +108,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     }
     let rt = rt.build().context("cannot start the runtime")?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(a.listen)
-            .await
-            .with_context(|| format!("--listen {}: cannot listen", a.listen))?;
+        let listener = tokio::net::TcpListener::from_std(std_listener)?;
         let addr = listener.local_addr()?;
         // TODO(lead): mount evident-mcp at /mcp (app.require_token) and evident-web
         // at / (app.require_read) here once they land.

@@ -79,7 +79,10 @@ fn the_host_header_must_name_this_server() {
         String::new(),
     ] {
         s.raw("GET", "/v1/decisions", &[("Host", host.as_str())], None).problem(421);
+        s.raw("POST", "/v1/verify", &[("Host", host.as_str()), ("Authorization", &s.auth())], Some(b"{}")).problem(421);
     }
+    // Health checks from a load balancer name the replica by address: answered.
+    assert_eq!(s.raw("GET", "/healthz", &[("Host", "10.0.0.7:8080")], None).status, 200);
     for host in [
         format!("127.0.0.1:{port}"),
         format!("localhost:{port}"),
@@ -203,4 +206,28 @@ fn unknown_routes_methods_and_parameters_are_problems() {
         s.call("POST", &format!("/v1/gate/files?{q}"), Some(&body)).problem(400);
     }
     s.call("POST", "/v1/verify?policy=mine", Some(&example_claim())).problem(400);
+}
+
+#[test]
+fn a_body_trickled_slowly_is_cut_at_the_deadline() {
+    use std::io::{Read as _, Write as _};
+    let s = Server::start(|c, dir| {
+        c.request_timeout = std::time::Duration::from_millis(800);
+        write_contract(&dir.join("contracts"), "files.toml", FILES);
+    });
+    for path in ["/v1/verify", "/v1/gate/files"] {
+        let mut conn = std::net::TcpStream::connect(s.addr).unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n{{\"spec",
+            s.host(),
+            s.auth()
+        );
+        conn.write_all(head.as_bytes()).unwrap();
+        let start = std::time::Instant::now();
+        conn.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+        let mut out = Vec::new();
+        let _ = conn.read_to_end(&mut out);
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "{path}: held open");
+        parse(&out).problem(408);
+    }
 }

@@ -195,3 +195,30 @@ fn shutdown_finishes_a_gate_in_flight() {
     let rec = s.open_ledger().get(v["id"].as_u64().unwrap()).unwrap();
     assert_eq!(rec.kind, "gate");
 }
+
+/// A finished job keeps only its record's id: polling and retries read the decision
+/// back from the ledger, held-out checks still hidden.
+#[test]
+fn a_finished_job_is_read_back_from_the_ledger() {
+    let s = Server::start(|_, dir| {
+        write_contract(&dir.join("contracts"), "files.toml", FILES);
+        std::fs::write(dir.join("contracts/note.txt"), "hello").unwrap();
+    });
+    let r = s.call("POST", "/v1/gate/files?wait=false", Some(&note_claim("j")));
+    assert_eq!(r.status, 202);
+    let href = r.json()["href"].as_str().unwrap().to_string();
+    let start = Instant::now();
+    let done = loop {
+        let j = s.call("GET", &href, None).ok();
+        if j["status"] != "running" {
+            break j;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(done["decision"]["state"], "refuted", "{done}");
+    assert_eq!(done["decision"]["held_out"], 1);
+    assert!(!done.to_string().contains("secret-size"), "{done}");
+    let id = done["decision"]["id"].as_u64().unwrap();
+    assert_eq!(s.open_ledger().get(id).unwrap().hash, done["decision"]["hash"].as_str().unwrap());
+}
