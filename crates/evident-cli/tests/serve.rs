@@ -19,21 +19,37 @@ fn bin() -> PathBuf {
 
 #[test]
 fn token_new_prints_the_token_once_and_the_line_to_add() {
-    let out = Command::new(bin()).args(["token", "new", "ci"]).output().unwrap();
+    let out = Command::new(bin())
+        .args(["token", "new", "ci"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let token = text.lines().find(|l| l.starts_with("evt_")).unwrap();
     assert_eq!(token.len(), 68);
     let entry = &text[text.find("[[token]]").unwrap()..];
     let tokens = evident_serve::Tokens::parse(entry).unwrap();
-    assert_eq!(tokens.check(token), Some("ci"), "the printed entry accepts the printed token");
-    assert!(!entry.contains(token), "the entry holds the hash, not the token");
-    let out = Command::new(bin()).args(["token", "new", "ci", "--json"]).output().unwrap();
+    assert_eq!(
+        tokens.check(token),
+        Some("ci"),
+        "the printed entry accepts the printed token"
+    );
+    assert!(
+        !entry.contains(token),
+        "the entry holds the hash, not the token"
+    );
+    let out = Command::new(bin())
+        .args(["token", "new", "ci", "--json"])
+        .output()
+        .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let t = evident_serve::Tokens::parse(v["entry"].as_str().unwrap()).unwrap();
     assert_eq!(t.check(v["token"].as_str().unwrap()), Some("ci"));
     for bad in ["../x", "a b", "", "_x", "x\u{301}"] {
-        let out = Command::new(bin()).args(["token", "new", bad]).output().unwrap();
+        let out = Command::new(bin())
+            .args(["token", "new", bad])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("not a token name"));
     }
@@ -54,7 +70,11 @@ impl Served {
         std::fs::create_dir_all(dir.join("contracts")).unwrap();
         let (token, hash) = evident_serve::auth::new_token();
         let tokens = dir.join(format!("tokens-{}.toml", &hash[..8]));
-        std::fs::write(&tokens, format!("[[token]]\nname = \"ci\"\nsha256 = \"{hash}\"\n")).unwrap();
+        std::fs::write(
+            &tokens,
+            format!("[[token]]\nname = \"ci\"\nsha256 = \"{hash}\"\n"),
+        )
+        .unwrap();
         if !dir.join("policy.json").exists() {
             std::fs::write(
                 dir.join("policy.json"),
@@ -107,7 +127,9 @@ impl Served {
     }
 
     fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-        let body = body.map(|b| serde_json::to_vec(b).unwrap()).unwrap_or_default();
+        let body = body
+            .map(|b| serde_json::to_vec(b).unwrap())
+            .unwrap_or_default();
         let req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             self.addr,
@@ -121,7 +143,12 @@ impl Served {
         let mut out = Vec::new();
         let _ = s.read_to_end(&mut out);
         let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-        let status: u16 = String::from_utf8_lossy(&out[..split]).split(' ').nth(1).unwrap().parse().unwrap();
+        let status: u16 = String::from_utf8_lossy(&out[..split])
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
         let v = serde_json::from_slice(&out[split + 4..]).unwrap_or(Value::Null);
         (status, v)
     }
@@ -145,7 +172,11 @@ impl Served {
             if let Some(s) = self.child.try_wait().unwrap() {
                 return s;
             }
-            assert!(start.elapsed() < limit, "the server did not stop: {}", self.stderr.lock().unwrap());
+            assert!(
+                start.elapsed() < limit,
+                "the server did not stop: {}",
+                self.stderr.lock().unwrap()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -220,7 +251,11 @@ inherit_env = ["PATH"]
         .args(["ledger", "verify", "--ledger", ledger.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 fn python_has(module: &str) -> bool {
@@ -240,7 +275,10 @@ fn need_python(module: &str, package: &str) {
 /// The OpenAPI document passes a real validator, and `/metrics` a real Prometheus
 /// text parser (after decisions of every kind, so every family has samples).
 #[test]
-#[cfg_attr(not(evident_services), ignore = "needs Python openapi-spec-validator and prometheus-client: .ci/run installs them and runs this")]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs Python openapi-spec-validator and prometheus-client: .ci/run installs them and runs this"
+)]
 fn openapi_validates_and_metrics_parse_with_real_clients() {
     need_python("openapi_spec_validator", "openapi-spec-validator");
     need_python("prometheus_client", "prometheus-client");
@@ -248,7 +286,11 @@ fn openapi_validates_and_metrics_parse_with_real_clients() {
     let ledger = dir.path().join("ledger.db");
     let s = Served::start(dir.path(), ledger.to_str().unwrap(), &[]);
     assert_eq!(s.call("POST", "/v1/verify", Some(&fresh_claim("m"))).0, 200);
-    assert_eq!(s.call("POST", "/v1/verify", Some(&json!({"spec_version": "9"}))).0, 400);
+    assert_eq!(
+        s.call("POST", "/v1/verify", Some(&json!({"spec_version": "9"})))
+            .0,
+        400
+    );
     let script = r#"
 import json, sys, urllib.request
 from openapi_spec_validator import validate
@@ -270,7 +312,10 @@ r = fams["evident_http_requests"]
 assert any(s.labels.get("status") == "400" for s in r.samples), r.samples
 print("ok", len(fams))
 "#;
-    let out = Command::new("python3").args(["-c", script, &s.url()]).output().unwrap();
+    let out = Command::new("python3")
+        .args(["-c", script, &s.url()])
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}{}",
@@ -283,7 +328,10 @@ print("ok", len(fams))
 /// operation) against the live server: no 5xx, every status, content type, header
 /// and body as documented.
 #[test]
-#[cfg_attr(not(evident_services), ignore = "needs Python schemathesis: .ci/run installs it and runs this")]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs Python schemathesis: .ci/run installs it and runs this"
+)]
 fn schemathesis_finds_no_5xx_and_no_response_off_the_schema() {
     need_python("schemathesis", "schemathesis");
     let dir = tempfile::tempdir().unwrap();
@@ -330,17 +378,32 @@ expected = { exists = true }
         .env_remove("SCHEMATHESIS_HOOKS")
         .output()
         .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{text}\nserver log:\n{}", s.stderr.lock().unwrap());
-    assert!(text.contains("Tested: 9"), "every operation was exercised: {text}");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{text}\nserver log:\n{}",
+        s.stderr.lock().unwrap()
+    );
+    assert!(
+        text.contains("Tested: 9"),
+        "every operation was exercised: {text}"
+    );
 }
 
 /// Two servers on one PostgreSQL ledger under concurrent load: one valid chain, every
 /// decision in it once.
 #[test]
-#[cfg_attr(not(evident_services), ignore = "needs PostgreSQL: .ci/run sets its address and runs this")]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs PostgreSQL: .ci/run sets its address and runs this"
+)]
 fn two_servers_on_one_postgres_ledger_form_one_chain() {
-    let url = std::env::var("EVIDENT_TEST_POSTGRES_URL").expect("EVIDENT_TEST_POSTGRES_URL is not set (.ci/run sets it)");
+    let url = std::env::var("EVIDENT_TEST_POSTGRES_URL")
+        .expect("EVIDENT_TEST_POSTGRES_URL is not set (.ci/run sets it)");
     let schema = format!("evident_serve_test_{}", std::process::id());
     let sep = if url.contains('?') { '&' } else { '?' };
     let location = format!("{url}{sep}schema={schema}");
@@ -354,7 +417,11 @@ fn two_servers_on_one_postgres_ledger_form_one_chain() {
             let ids = &ids;
             scope.spawn(move || {
                 for i in 0..25 {
-                    let (status, v) = server.call("POST", "/v1/verify", Some(&fresh_claim(&format!("t{t}-{i}"))));
+                    let (status, v) = server.call(
+                        "POST",
+                        "/v1/verify",
+                        Some(&fresh_claim(&format!("t{t}-{i}"))),
+                    );
                     assert_eq!(status, 200, "{v}");
                     ids.lock().unwrap().push(v["id"].as_u64().unwrap());
                 }
@@ -363,7 +430,11 @@ fn two_servers_on_one_postgres_ledger_form_one_chain() {
     });
     let mut ids = ids.into_inner().unwrap();
     ids.sort_unstable();
-    assert_eq!(ids, (1..=200).collect::<Vec<u64>>(), "every decision once, no gap, no fork");
+    assert_eq!(
+        ids,
+        (1..=200).collect::<Vec<u64>>(),
+        "every decision once, no gap, no fork"
+    );
     let out = Command::new(bin())
         .args(["ledger", "verify", "--ledger", &location, "--json"])
         .output()
@@ -373,7 +444,11 @@ fn two_servers_on_one_postgres_ledger_form_one_chain() {
     let (_, page) = a.call("GET", "/v1/decisions?limit=500", None);
     let l = evident_ledger::open_existing(Some(&location)).unwrap();
     let _ = l.destroy();
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["records"], 200, "{v}");
     assert_eq!(page["items"].as_array().unwrap().len(), 200);
@@ -393,11 +468,27 @@ fn bench_verify_with_wrk() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ledger.db");
     let threads = std::env::var("EVIDENT_BENCH_SERVER_THREADS").unwrap_or_else(|_| "2".into());
-    std::fs::write(dir.path().join("policy.json"), r#"{"id": "default", "requires": ["state_readback"]}"#).unwrap();
-    let mut s = Served::start(dir.path(), ledger.to_str().unwrap(), &["--threads", &threads]);
+    std::fs::write(
+        dir.path().join("policy.json"),
+        r#"{"id": "default", "requires": ["state_readback"]}"#,
+    )
+    .unwrap();
+    let mut s = Served::start(
+        dir.path(),
+        ledger.to_str().unwrap(),
+        &["--threads", &threads],
+    );
     let example = include_str!("../../../examples/claim-verified.json");
-    let (status, v) = s.call("POST", "/v1/verify", Some(&serde_json::from_str(example).unwrap()));
-    assert_eq!((status, v["state"].as_str()), (200, Some("verified")), "{v}");
+    let (status, v) = s.call(
+        "POST",
+        "/v1/verify",
+        Some(&serde_json::from_str(example).unwrap()),
+    );
+    assert_eq!(
+        (status, v["state"].as_str()),
+        (200, Some("verified")),
+        "{v}"
+    );
     let script = dir.path().join("post.lua");
     std::fs::write(
         &script,
@@ -417,7 +508,11 @@ fn bench_verify_with_wrk() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     println!("{text}");
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!text.contains("Non-2xx"), "some requests failed:\n{text}");
     let rps: f64 = text
         .lines()

@@ -79,8 +79,10 @@ impl Appender {
 }
 
 fn commit(ledger: &Ledger, jobs: Vec<Job>) {
-    let (entries, replies): (Vec<_>, Vec<_>) =
-        jobs.into_iter().map(|j| ((j.entry, j.key), j.reply)).unzip();
+    let (entries, replies): (Vec<_>, Vec<_>) = jobs
+        .into_iter()
+        .map(|j| ((j.entry, j.key), j.reply))
+        .unzip();
     let n = replies.len();
     match ledger.append_batch(entries) {
         Ok(records) if records.len() == n => {

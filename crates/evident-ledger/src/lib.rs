@@ -448,7 +448,10 @@ impl Ledger {
             return Ok(Vec::new());
         };
         let what = if entries.len() == 1 {
-            format!("cannot append a {} record", redact::redact_text(&first.0.kind))
+            format!(
+                "cannot append a {} record",
+                redact::redact_text(&first.0.kind)
+            )
         } else {
             format!("cannot append {} records", entries.len())
         };

@@ -724,12 +724,14 @@ impl Conn {
             let origin: Option<String> = r.try_get(10)?;
             let origin = match origin.as_deref() {
                 None | Some("null") => None,
-                Some(text) => Some(serde_json::from_str(text).map_err(|e| {
-                    sqlx::Error::ColumnDecode {
-                        index: "origin".into(),
-                        source: Box::new(e),
-                    }
-                })?),
+                Some(text) => {
+                    Some(
+                        serde_json::from_str(text).map_err(|e| sqlx::Error::ColumnDecode {
+                            index: "origin".into(),
+                            source: Box::new(e),
+                        })?,
+                    )
+                }
             };
             Ok(Summary {
                 id: u64::try_from(id).unwrap_or(0),
@@ -759,9 +761,8 @@ impl Conn {
     ) -> Result<Selected, sqlx::Error> {
         let pg = matches!(self, Conn::Postgres { .. });
         // Ids are numbers the caller gave: written into the SQL as integers, never text.
-        let id_bound = |op: &str, id: Option<u64>| {
-            id.map(|i| format!("id {op} {}", i.min(i64::MAX as u64)))
-        };
+        let id_bound =
+            |op: &str, id: Option<u64>| id.map(|i| format!("id {op} {}", i.min(i64::MAX as u64)));
         let id_conds: Vec<String> = [id_bound("<", f.before_id), id_bound(">", f.after_id)]
             .into_iter()
             .flatten()

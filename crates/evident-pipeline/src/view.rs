@@ -279,9 +279,7 @@ impl Decisions {
     pub fn get(&self, id: u64) -> Result<DecisionView, ReadError> {
         match self.ledger.get(id) {
             Ok(r) => Ok(DecisionView::from_record(&r)),
-            Err(e) if e.kind == evident_ledger::ErrorKind::NotFound => {
-                Err(ReadError::NotFound(id))
-            }
+            Err(e) if e.kind == evident_ledger::ErrorKind::NotFound => Err(ReadError::NotFound(id)),
             Err(e) => Err(ReadError::Ledger(e.to_string())),
         }
     }

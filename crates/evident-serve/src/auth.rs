@@ -154,7 +154,10 @@ mod tests {
         for (bad, why) in [
             ("[[token]]\nname = \"a b\"\nsha256 = \"00\"", "name"),
             ("[[token]]\nname = \"ci\"\nsha256 = \"zz\"", "sha256"),
-            ("[[token]]\nname = \"ci\"\nsha256 = \"ab\"\nscope = 1", "unknown field"),
+            (
+                "[[token]]\nname = \"ci\"\nsha256 = \"ab\"\nscope = 1",
+                "unknown field",
+            ),
             (
                 &format!(
                     "[[token]]\nname = \"ci\"\nsha256 = \"{hash}\"\n[[token]]\nname = \"ci\"\nsha256 = \"{}\"",

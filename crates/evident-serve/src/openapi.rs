@@ -27,27 +27,33 @@ pub fn document() -> Value {
 
     let problem_content = json!({ "application/problem+json": { "schema": problem } });
     let err = |d: &str| json!({ "description": d, "content": problem_content });
-    let ok = |d: &str, schema: &Value| {
-        json!({ "description": d, "content": { "application/json": { "schema": schema } } })
-    };
+    let ok = |d: &str, schema: &Value| json!({ "description": d, "content": { "application/json": { "schema": schema } } });
     let common = |extra: Vec<(&str, Value)>| {
         let mut m = serde_json::Map::new();
         for (code, v) in extra {
             m.insert(code.into(), v);
         }
-        m.insert("421".into(), err("The Host header names another server (DNS-rebinding guard)."));
+        m.insert(
+            "421".into(),
+            err("The Host header names another server (DNS-rebinding guard)."),
+        );
         m.insert("404".into(), err("Not found."));
         m.insert("405".into(), err("Method not allowed."));
         m.insert("500".into(), err("The server failed; its log says why."));
-        m.insert("503".into(), err("Unavailable: the ledger, a deadline, or too many gates waiting."));
+        m.insert(
+            "503".into(),
+            err("Unavailable: the ledger, a deadline, or too many gates waiting."),
+        );
         Value::Object(m)
     };
-    let auth401 = || err("No valid bearer token (write routes always; read routes when the server does not listen on loopback).");
+    let auth401 = || {
+        err(
+            "No valid bearer token (write routes always; read routes when the server does not listen on loopback).",
+        )
+    };
     let read_security = json!([{}, { "bearer": [] }]);
     let write_security = json!([{ "bearer": [] }]);
-    let string_param = |name: &str, desc: &str| {
-        json!({ "name": name, "in": "query", "required": false, "description": desc, "schema": { "type": "string" } })
-    };
+    let string_param = |name: &str, desc: &str| json!({ "name": name, "in": "query", "required": false, "description": desc, "schema": { "type": "string" } });
     let body = json!({
         "required": true,
         "description": "A Completion Claim v0.1 document (the schema `evident schema claim` prints).",
@@ -60,12 +66,23 @@ pub fn document() -> Value {
     });
     let write_errors = |extra: Vec<(&str, Value)>| {
         let mut v = vec![
-            ("400", err("The claim is not valid (each error names its JSON path), or a parameter is wrong.")),
+            (
+                "400",
+                err(
+                    "The claim is not valid (each error names its JSON path), or a parameter is wrong.",
+                ),
+            ),
             ("401", auth401()),
-            ("408", err("The body did not arrive within the request deadline.")),
+            (
+                "408",
+                err("The body did not arrive within the request deadline."),
+            ),
             ("413", err("The body is larger than the server's limit.")),
             ("415", err("The body is not sent as application/json.")),
-            ("422", err("The Idempotency-Key was used for a different request.")),
+            (
+                "422",
+                err("The Idempotency-Key was used for a different request."),
+            ),
         ];
         v.extend(extra);
         common(v)

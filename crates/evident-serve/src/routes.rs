@@ -293,7 +293,8 @@ async fn contracts(State(app): State<App>, headers: HeaderMap) -> Response {
     }
     let a = app.clone();
     let items = tokio::task::spawn_blocking(move || {
-        a.0.catalog.list(&|e| tracing::warn!(error = %e, "contract does not load"))
+        a.0.catalog
+            .list(&|e| tracing::warn!(error = %e, "contract does not load"))
     })
     .await
     .unwrap_or_default();
@@ -303,7 +304,11 @@ async fn contracts(State(app): State<App>, headers: HeaderMap) -> Response {
 fn catalog_problem(e: &CatalogError) -> Problem {
     match e {
         CatalogError::BadName(_) => {
-            let mut p = Problem::new(StatusCode::BAD_REQUEST, "invalid-contract-name", e.to_string());
+            let mut p = Problem::new(
+                StatusCode::BAD_REQUEST,
+                "invalid-contract-name",
+                e.to_string(),
+            );
             p.parameter = Some("contract".into());
             p
         }
@@ -327,7 +332,11 @@ async fn load_contract(app: &App, name: String) -> Result<Served, Problem> {
     }
 }
 
-async fn contract(State(app): State<App>, headers: HeaderMap, Path(name): Path<String>) -> Response {
+async fn contract(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
     if let Err(p) = app.read_caller(&headers) {
         return p.into_response();
     }
@@ -365,8 +374,11 @@ async fn decisions(
             "limit" => match v.as_deref().map(str::parse::<u64>) {
                 Some(Ok(n)) => q.limit = Some(n),
                 _ => {
-                    return Problem::parameter("limit", "limit must be a whole number from 1 to 500")
-                        .into_response();
+                    return Problem::parameter(
+                        "limit",
+                        "limit must be a whole number from 1 to 500",
+                    )
+                    .into_response();
                 }
             },
             other => {
@@ -390,8 +402,12 @@ async fn decisions(
 
 fn read_problem(e: &ReadError) -> Problem {
     match e {
-        ReadError::BadQuery { parameter, message } => Problem::parameter(parameter, message.clone()),
-        ReadError::NotFound(_) => Problem::new(StatusCode::NOT_FOUND, "unknown-decision", e.to_string()),
+        ReadError::BadQuery { parameter, message } => {
+            Problem::parameter(parameter, message.clone())
+        }
+        ReadError::NotFound(_) => {
+            Problem::new(StatusCode::NOT_FOUND, "unknown-decision", e.to_string())
+        }
         ReadError::Ledger(m) => {
             tracing::error!(error = %m, "ledger read failed");
             Problem::new(
@@ -458,7 +474,12 @@ async fn read_json_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Ve
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let media = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     let is_json = media == "application/json"
         || (media.starts_with("application/") && media.ends_with("+json"));
     if !is_json {
@@ -504,10 +525,10 @@ async fn read_json_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Ve
                 return Err(too_large());
             }
             Err(Problem::new(
-            StatusCode::BAD_REQUEST,
-            "body-unreadable",
-            "the body could not be read to its end",
-        ))
+                StatusCode::BAD_REQUEST,
+                "body-unreadable",
+                "the body could not be read to its end",
+            ))
         }
     }
 }
@@ -525,7 +546,9 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
     let bad = || {
         Problem::parameter(
             "Idempotency-Key",
-            format!("Idempotency-Key must be one header of 1 to {MAX_KEY} visible ASCII characters"),
+            format!(
+                "Idempotency-Key must be one header of 1 to {MAX_KEY} visible ASCII characters"
+            ),
         )
     };
     if all.next().is_some() {
@@ -703,7 +726,9 @@ fn finish_decision(
 ) -> Outcome {
     match decision {
         Ok(d) => {
-            app.0.metrics.decision(d.kind.as_str(), d.verdict.state.as_str());
+            app.0
+                .metrics
+                .decision(d.kind.as_str(), d.verdict.state.as_str());
             if let Some(served) = served {
                 for run in &d.runs {
                     let kind = served
@@ -850,7 +875,12 @@ async fn finish_wait(
     }
 }
 
-async fn run_gate(app: &App, served: Served, claim: evident_format::ClaimDocument, origin: Origin) -> Outcome {
+async fn run_gate(
+    app: &App,
+    served: Served,
+    claim: evident_format::ClaimDocument,
+    origin: Origin,
+) -> Outcome {
     let s = &app.0;
     s.metrics.gates_queued.fetch_add(1, Ordering::Relaxed);
     let permit = s.gate_slots.clone().acquire_owned().await;
@@ -981,7 +1011,13 @@ impl Jobs {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn start(&self, caller: &str, route: &str, key: &str, hash: [u8; 32]) -> Result<Start, Problem> {
+    fn start(
+        &self,
+        caller: &str,
+        route: &str,
+        key: &str,
+        hash: [u8; 32],
+    ) -> Result<Start, Problem> {
         let mut j = self.lock();
         let k = (caller.to_string(), route.to_string(), key.to_string());
         if let Some((h, id)) = j.by_key.get(&k) {
@@ -997,7 +1033,13 @@ impl Jobs {
             }
         }
         // Forget the oldest finished jobs (and expired ones).
-        while j.by_id.len() >= MAX_JOBS || j.order.front().is_some_and(|id| j.by_id.get(id).is_none_or(|x| x.at.elapsed() > JOB_TTL && x.rx.borrow().is_some())) {
+        while j.by_id.len() >= MAX_JOBS
+            || j.order.front().is_some_and(|id| {
+                j.by_id
+                    .get(id)
+                    .is_none_or(|x| x.at.elapsed() > JOB_TTL && x.rx.borrow().is_some())
+            })
+        {
             let Some(id) = j.order.pop_front() else { break };
             let running = j.by_id.get(&id).is_some_and(|x| x.rx.borrow().is_none());
             if running && j.by_id.len() < MAX_JOBS {
@@ -1030,9 +1072,9 @@ impl Jobs {
 
     fn forget(&self, caller: &str, route: &str, key: &str) {
         let mut j = self.lock();
-        if let Some((_, id)) = j
-            .by_key
-            .remove(&(caller.to_string(), route.to_string(), key.to_string()))
+        if let Some((_, id)) =
+            j.by_key
+                .remove(&(caller.to_string(), route.to_string(), key.to_string()))
         {
             j.by_id.remove(&id);
             j.order.retain(|x| *x != id);

@@ -26,18 +26,34 @@ fn writes_need_a_known_token() {
             vec![ct, ("Authorization", "Basic Y2k6Y2k=")],
             vec![ct, ("Authorization", s.token.as_str())],
             // Two headers, one good: refused (no header smuggling).
-            vec![ct, ("Authorization", wrong.as_str()), ("Authorization", lower.as_str())],
+            vec![
+                ct,
+                ("Authorization", wrong.as_str()),
+                ("Authorization", lower.as_str()),
+            ],
         ] {
             let r = s.raw("POST", path, &headers, Some(&body));
             let p = r.problem(401);
-            assert_eq!(r.header("www-authenticate"), Some("Bearer realm=\"evident\""));
+            assert_eq!(
+                r.header("www-authenticate"),
+                Some("Bearer realm=\"evident\"")
+            );
             assert!(!p.to_string().contains(&s.token));
         }
     }
     // The scheme is case-insensitive.
-    let r = s.raw("POST", "/v1/verify", &[ct, ("Authorization", lower.as_str())], Some(&body));
+    let r = s.raw(
+        "POST",
+        "/v1/verify",
+        &[ct, ("Authorization", lower.as_str())],
+        Some(&body),
+    );
     assert_eq!(r.status, 200);
-    assert_eq!(s.open_ledger().verify().unwrap().records, 1, "refused requests record nothing");
+    assert_eq!(
+        s.open_ledger().verify().unwrap().records,
+        1,
+        "refused requests record nothing"
+    );
 }
 
 #[test]
@@ -48,14 +64,20 @@ fn reads_are_open_only_when_the_server_listens_on_loopback() {
     let port = s.addr.port();
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let get = |path: &str, auth: Option<&str>| {
-        let mut req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+        let mut req =
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
         if let Some(a) = auth {
             req.push_str(&format!("Authorization: {a}\r\n"));
         }
         req.push_str("\r\n");
         send(local, req.as_bytes())
     };
-    for path in ["/v1/decisions", "/v1/contracts", "/metrics", "/v1/decisions/1"] {
+    for path in [
+        "/v1/decisions",
+        "/v1/contracts",
+        "/metrics",
+        "/v1/decisions/1",
+    ] {
         get(path, None).problem(401);
         assert_ne!(get(path, Some(&s.auth())).status, 401, "{path}");
     }
@@ -63,7 +85,13 @@ fn reads_are_open_only_when_the_server_listens_on_loopback() {
     assert_eq!(get("/openapi.json", None).status, 200);
     // A wrong token is refused even where reads are open.
     let lo = Server::start(|_, _| {});
-    lo.raw("GET", "/v1/decisions", &[("Authorization", "Bearer nope")], None).problem(401);
+    lo.raw(
+        "GET",
+        "/v1/decisions",
+        &[("Authorization", "Bearer nope")],
+        None,
+    )
+    .problem(401);
     lo.raw("GET", "/v1/decisions", &[], None).ok();
 }
 
@@ -78,11 +106,22 @@ fn the_host_header_must_name_this_server() {
         format!("127.0.0.1.evil.example:{port}"),
         String::new(),
     ] {
-        s.raw("GET", "/v1/decisions", &[("Host", host.as_str())], None).problem(421);
-        s.raw("POST", "/v1/verify", &[("Host", host.as_str()), ("Authorization", &s.auth())], Some(b"{}")).problem(421);
+        s.raw("GET", "/v1/decisions", &[("Host", host.as_str())], None)
+            .problem(421);
+        s.raw(
+            "POST",
+            "/v1/verify",
+            &[("Host", host.as_str()), ("Authorization", &s.auth())],
+            Some(b"{}"),
+        )
+        .problem(421);
     }
     // Health checks from a load balancer name the replica by address: answered.
-    assert_eq!(s.raw("GET", "/healthz", &[("Host", "10.0.0.7:8080")], None).status, 200);
+    assert_eq!(
+        s.raw("GET", "/healthz", &[("Host", "10.0.0.7:8080")], None)
+            .status,
+        200
+    );
     for host in [
         format!("127.0.0.1:{port}"),
         format!("localhost:{port}"),
@@ -90,7 +129,12 @@ fn the_host_header_must_name_this_server() {
         "evident.example".to_string(),
         "evident.example:443".to_string(),
     ] {
-        assert_eq!(s.raw("GET", "/v1/decisions", &[("Host", host.as_str())], None).status, 200, "{host}");
+        assert_eq!(
+            s.raw("GET", "/v1/decisions", &[("Host", host.as_str())], None)
+                .status,
+            200,
+            "{host}"
+        );
     }
 }
 
@@ -101,8 +145,12 @@ fn bodies_are_limited() {
     let big = vec![b' '; 4096];
     let mut claim = serde_json::to_vec(&example_claim()).unwrap();
     claim.extend_from_slice(&big);
-    let hdrs = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
-    s.raw("POST", "/v1/verify", &hdrs, Some(&claim)).problem(413);
+    let hdrs = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    s.raw("POST", "/v1/verify", &hdrs, Some(&claim))
+        .problem(413);
     // Chunked, with no length announced.
     let mut chunked = format!("{:x}\r\n", claim.len()).into_bytes();
     chunked.extend_from_slice(&claim);
@@ -152,12 +200,20 @@ fn contract_names_are_never_paths() {
         assert!(matches!(r.status, 400 | 404), "{name}: {}", r.status);
     }
     // Unencoded separators do not reach the handler as a name at all.
-    for path in ["/v1/gate/../outside", "/v1/gate/sub/inner", "/v1/gate/%2e%2e/outside"] {
+    for path in [
+        "/v1/gate/../outside",
+        "/v1/gate/sub/inner",
+        "/v1/gate/%2e%2e/outside",
+    ] {
         let r = s.call("POST", path, Some(&body));
         assert!(matches!(r.status, 400 | 404), "{path}: {}", r.status);
     }
     s.call("POST", "/v1/gate/nope", Some(&body)).problem(404);
-    assert_eq!(s.open_ledger().verify().unwrap().records, 0, "nothing was gated");
+    assert_eq!(
+        s.open_ledger().verify().unwrap().records,
+        0,
+        "nothing was gated"
+    );
 }
 
 #[test]
@@ -170,15 +226,38 @@ fn malformed_claims_are_problems_naming_the_json_path() {
     for path in ["/v1/verify", "/v1/gate/files"] {
         let p = s.call("POST", path, Some(&c)).problem(400);
         assert_eq!(p["errors"][0]["path"], "evidence[0].verifier.kind", "{p}");
-        assert_eq!(p["errors"][0]["pointer"], "/evidence/0/verifier/kind", "{p}");
-        assert!(p["detail"].as_str().unwrap().contains("evidence[0].verifier.kind"));
+        assert_eq!(
+            p["errors"][0]["pointer"], "/evidence/0/verifier/kind",
+            "{p}"
+        );
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains("evidence[0].verifier.kind")
+        );
     }
     let auth = s.auth();
     let post = |ct: &str, body: &[u8]| {
-        s.raw("POST", "/v1/verify", &[("Authorization", auth.as_str()), ("Content-Type", ct)], Some(body))
+        s.raw(
+            "POST",
+            "/v1/verify",
+            &[("Authorization", auth.as_str()), ("Content-Type", ct)],
+            Some(body),
+        )
     };
-    let p = post("application/json", br#"{"spec_version": "0.1", "spec_version": "0.1"}"#).problem(400);
-    assert!(p["errors"][0]["message"].as_str().unwrap().contains("duplicate"), "{p}");
+    let p = post(
+        "application/json",
+        br#"{"spec_version": "0.1", "spec_version": "0.1"}"#,
+    )
+    .problem(400);
+    assert!(
+        p["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("duplicate"),
+        "{p}"
+    );
     post("application/json", b"\xff\xfe").problem(400);
     post("application/json", b"").problem(400);
     post("application/json", b"[1, 2").problem(400);
@@ -203,9 +282,11 @@ fn unknown_routes_methods_and_parameters_are_problems() {
     s.call("GET", "/v1/verify", None).problem(405);
     let body = note_claim("t");
     for q in ["wait=maybe", "wait", "only=note", "root=/"] {
-        s.call("POST", &format!("/v1/gate/files?{q}"), Some(&body)).problem(400);
+        s.call("POST", &format!("/v1/gate/files?{q}"), Some(&body))
+            .problem(400);
     }
-    s.call("POST", "/v1/verify?policy=mine", Some(&example_claim())).problem(400);
+    s.call("POST", "/v1/verify?policy=mine", Some(&example_claim()))
+        .problem(400);
 }
 
 #[test]
@@ -224,10 +305,14 @@ fn a_body_trickled_slowly_is_cut_at_the_deadline() {
         );
         conn.write_all(head.as_bytes()).unwrap();
         let start = std::time::Instant::now();
-        conn.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+        conn.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
         let mut out = Vec::new();
         let _ = conn.read_to_end(&mut out);
-        assert!(start.elapsed() < std::time::Duration::from_secs(10), "{path}: held open");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{path}: held open"
+        );
         parse(&out).problem(408);
     }
 }

@@ -21,8 +21,8 @@ pub const POLICY: &str = r#"{"id": "owner", "requires": ["state_readback"], "max
 
 /// The spec's example document, with its evidence made fresh (`at` = now - 1 s).
 pub fn example_claim() -> Value {
-    let mut v: Value = serde_json::from_str(include_str!("../../../../examples/claim-verified.json"))
-        .unwrap();
+    let mut v: Value =
+        serde_json::from_str(include_str!("../../../../examples/claim-verified.json")).unwrap();
     let now = time::OffsetDateTime::now_utc();
     let fmt = &time::format_description::well_known::Rfc3339;
     let at = (now - time::Duration::seconds(1)).format(fmt).unwrap();
@@ -122,7 +122,13 @@ impl Server {
 
     /// A request with exactly these headers (plus Host unless given, Content-Length
     /// when there is a body, and Connection: close).
-    pub fn raw(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Reply {
+    pub fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> Reply {
         let mut req = format!("{method} {path} HTTP/1.1\r\n");
         if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
             req.push_str(&format!("Host: {}\r\n", self.host()));
@@ -131,7 +137,10 @@ impl Server {
             req.push_str(&format!("{k}: {v}\r\n"));
         }
         if let Some(b) = body
-            && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("transfer-encoding"))
+            && !headers.iter().any(|(k, _)| {
+                k.eq_ignore_ascii_case("content-length")
+                    || k.eq_ignore_ascii_case("transfer-encoding")
+            })
         {
             req.push_str(&format!("Content-Length: {}\r\n", b.len()));
         }
@@ -189,7 +198,12 @@ impl Reply {
 
     /// Asserts an RFC 9457 problem with this status and returns it.
     pub fn problem(&self, status: u16) -> Value {
-        assert_eq!(self.status, status, "{}", String::from_utf8_lossy(&self.body));
+        assert_eq!(
+            self.status,
+            status,
+            "{}",
+            String::from_utf8_lossy(&self.body)
+        );
         assert_eq!(
             self.header("content-type"),
             Some("application/problem+json"),
@@ -197,7 +211,13 @@ impl Reply {
         );
         let p = self.json();
         assert_eq!(p["status"], status);
-        assert!(p["type"].as_str().unwrap().starts_with("urn:evident:problem:"), "{p}");
+        assert!(
+            p["type"]
+                .as_str()
+                .unwrap()
+                .starts_with("urn:evident:problem:"),
+            "{p}"
+        );
         assert!(!p["detail"].as_str().unwrap().is_empty(), "{p}");
         p
     }
@@ -225,7 +245,14 @@ pub fn parse(out: &[u8]) -> Reply {
         .unwrap_or_else(|| panic!("no response: {:?}", String::from_utf8_lossy(out)));
     let head = String::from_utf8_lossy(&out[..split]).to_string();
     let mut lines = head.split("\r\n");
-    let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
@@ -281,7 +308,9 @@ pub fn linked_contract(server_dir: &Path, name: &str, text: &str) -> PathBuf {
 /// A contract with one command check (`sh -c SCRIPT`, expected exit 0; a cargo-like
 /// summary line is printed when SCRIPT succeeds, so the run counts as a test run).
 pub fn command_contract(script: &str) -> String {
-    let script = format!("{script} && echo 'test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out'");
+    let script = format!(
+        "{script} && echo 'test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out'"
+    );
     format!(
         r#"[policy]
 id = "cmd"

@@ -11,7 +11,9 @@ fn a_gate_decides_under_the_servers_contract_and_hides_held_out_checks() {
         write_contract(&dir.join("contracts"), "files.toml", FILES);
         std::fs::write(dir.join("contracts/note.txt"), "hello").unwrap();
     });
-    let v = s.call("POST", "/v1/gate/files", Some(&note_claim("t1"))).ok();
+    let v = s
+        .call("POST", "/v1/gate/files", Some(&note_claim("t1")))
+        .ok();
     assert_eq!(v["kind"], "gate");
     // The held-out check expects a size the note does not have: refuted.
     assert_eq!(v["state"], "refuted", "{v}");
@@ -19,13 +21,23 @@ fn a_gate_decides_under_the_servers_contract_and_hides_held_out_checks() {
     let digest = v["contract"]["digest"].as_str().unwrap().to_string();
     assert!(digest.starts_with("sha256:"));
     let listed = s.call("GET", "/v1/contracts/files", None).ok();
-    assert_eq!(listed["digest"], digest.as_str(), "one hash for the contract everywhere");
+    assert_eq!(
+        listed["digest"],
+        digest.as_str(),
+        "one hash for the contract everywhere"
+    );
     assert_eq!(v["held_out"], 1);
     let id = v["id"].as_u64().unwrap();
-    for shown in [v.clone(), s.call("GET", &format!("/v1/decisions/{id}"), None).ok()] {
+    for shown in [
+        v.clone(),
+        s.call("GET", &format!("/v1/decisions/{id}"), None).ok(),
+    ] {
         let text = shown.to_string();
         assert!(!text.contains("secret-size"), "held-out id shown: {text}");
-        assert!(!text.contains("12345"), "held-out expectation shown: {text}");
+        assert!(
+            !text.contains("12345"),
+            "held-out expectation shown: {text}"
+        );
         assert!(text.contains("held-out-1"));
         assert_eq!(shown["state"], "refuted");
     }
@@ -38,7 +50,11 @@ fn a_gate_decides_under_the_servers_contract_and_hides_held_out_checks() {
 #[test]
 fn wait_false_answers_202_and_the_job_gives_the_decision() {
     let s = Server::start(|_, dir| {
-        write_contract(&dir.join("contracts"), "slow.toml", &command_contract("sleep 1"));
+        write_contract(
+            &dir.join("contracts"),
+            "slow.toml",
+            &command_contract("sleep 1"),
+        );
     });
     let r = s.call("POST", "/v1/gate/slow?wait=false", Some(&code_claim("t")));
     assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
@@ -57,14 +73,19 @@ fn wait_false_answers_202_and_the_job_gives_the_decision() {
     };
     assert_eq!(done["status"], "done", "{done}");
     assert_eq!(done["decision"]["state"], "verified", "{done}");
-    s.call("GET", "/v1/jobs/0123456789abcdef0123456789abcdef", None).problem(404);
+    s.call("GET", "/v1/jobs/0123456789abcdef0123456789abcdef", None)
+        .problem(404);
     s.call("GET", "/v1/jobs/..%2F..", None).problem(404);
 }
 
 #[test]
 fn an_idempotency_key_returns_the_first_decision() {
     let s = Server::start(|_, dir| {
-        write_contract(&dir.join("contracts"), "quick.toml", &command_contract("true"));
+        write_contract(
+            &dir.join("contracts"),
+            "quick.toml",
+            &command_contract("true"),
+        );
     });
     let send = |key: &str, token: &str, body: &serde_json::Value, path: &str| {
         let auth = format!("Bearer {token}");
@@ -72,15 +93,26 @@ fn an_idempotency_key_returns_the_first_decision() {
         s.raw(
             "POST",
             path,
-            &[("Authorization", &auth), ("Content-Type", "application/json"), ("Idempotency-Key", key)],
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+                ("Idempotency-Key", key),
+            ],
             Some(&b),
         )
     };
     for path in ["/v1/gate/quick", "/v1/verify"] {
-        let body = if path == "/v1/verify" { example_claim() } else { code_claim("t") };
+        let body = if path == "/v1/verify" {
+            example_claim()
+        } else {
+            code_claim("t")
+        };
         let a = send("k-1", &s.token, &body, path).ok();
         let b = send("k-1", &s.token, &body, path).ok();
-        assert_eq!(a["id"], b["id"], "{path}: a retry returns the first decision");
+        assert_eq!(
+            a["id"], b["id"],
+            "{path}: a retry returns the first decision"
+        );
         assert_eq!(a["hash"], b["hash"]);
         // Another caller's key is its own.
         let c = send("k-1", &s.other_token, &body, path).ok();
@@ -130,16 +162,31 @@ fn two_concurrent_gates_do_not_kill_each_others_children() {
         c.gate_concurrency = 2;
         let daemon = "sh -c 'setsid sh -c \"echo \\$\\$ > d.pid; exec sleep 30\" &'; sleep 0.3; pid=$(cat d.pid); sleep 2; kill -0 $pid; r=$?; kill $pid; test $r = 0";
         linked_contract(dir, "daemon", &command_contract(daemon));
-        let root = linked_contract(dir, "files", FILES.split("[[check]]\nid = \"secret-size\"").next().unwrap());
+        let root = linked_contract(
+            dir,
+            "files",
+            FILES
+                .split("[[check]]\nid = \"secret-size\"")
+                .next()
+                .unwrap(),
+        );
         std::fs::write(root.join("note.txt"), "hello").unwrap();
     });
     std::thread::scope(|scope| {
-        let a = scope.spawn(|| s.call("POST", "/v1/gate/daemon", Some(&code_claim("a"))).ok());
+        let a = scope.spawn(|| {
+            s.call("POST", "/v1/gate/daemon", Some(&code_claim("a")))
+                .ok()
+        });
         std::thread::sleep(Duration::from_millis(800));
-        let b = s.call("POST", "/v1/gate/files", Some(&note_claim("b"))).ok();
+        let b = s
+            .call("POST", "/v1/gate/files", Some(&note_claim("b")))
+            .ok();
         assert_eq!(b["state"], "verified", "{b}");
         let a = a.join().unwrap();
-        assert_eq!(a["state"], "verified", "the first gate's daemon was killed: {a}");
+        assert_eq!(
+            a["state"], "verified",
+            "the first gate's daemon was killed: {a}"
+        );
     });
 }
 
@@ -150,15 +197,26 @@ fn gates_on_one_root_run_one_at_a_time() {
         // Both contracts share the contracts directory as root; each command holds a
         // lock file for 0.5 s and fails if the other holds it.
         let script = "if [ -e busy ]; then exit 7; fi; touch busy; sleep 0.5; rm busy";
-        write_contract(&dir.join("contracts"), "one.toml", &command_contract(script));
-        write_contract(&dir.join("contracts"), "two.toml", &command_contract(script));
+        write_contract(
+            &dir.join("contracts"),
+            "one.toml",
+            &command_contract(script),
+        );
+        write_contract(
+            &dir.join("contracts"),
+            "two.toml",
+            &command_contract(script),
+        );
     });
     std::thread::scope(|scope| {
         let hs: Vec<_> = ["one", "two", "one", "two"]
             .into_iter()
             .map(|n| {
                 let s = &s;
-                scope.spawn(move || s.call("POST", &format!("/v1/gate/{n}"), Some(&code_claim(n))).ok())
+                scope.spawn(move || {
+                    s.call("POST", &format!("/v1/gate/{n}"), Some(&code_claim(n)))
+                        .ok()
+                })
             })
             .collect();
         for h in hs {
@@ -171,7 +229,11 @@ fn gates_on_one_root_run_one_at_a_time() {
 #[test]
 fn shutdown_finishes_a_gate_in_flight() {
     let mut s = Server::start(|_, dir| {
-        write_contract(&dir.join("contracts"), "slow.toml", &command_contract("sleep 2"));
+        write_contract(
+            &dir.join("contracts"),
+            "slow.toml",
+            &command_contract("sleep 2"),
+        );
     });
     let addr = s.addr;
     let auth = s.auth();
@@ -187,11 +249,17 @@ fn shutdown_finishes_a_gate_in_flight() {
     std::thread::sleep(Duration::from_millis(700));
     let start = Instant::now();
     s.stop();
-    assert!(start.elapsed() > Duration::from_millis(500), "the server waited for the gate");
+    assert!(
+        start.elapsed() > Duration::from_millis(500),
+        "the server waited for the gate"
+    );
     let r = inflight.join().unwrap();
     let v = r.ok();
     assert_eq!(v["state"], "verified", "{v}");
-    assert!(std::net::TcpStream::connect(addr).is_err(), "no longer listening");
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "no longer listening"
+    );
     let rec = s.open_ledger().get(v["id"].as_u64().unwrap()).unwrap();
     assert_eq!(rec.kind, "gate");
 }
@@ -220,5 +288,8 @@ fn a_finished_job_is_read_back_from_the_ledger() {
     assert_eq!(done["decision"]["held_out"], 1);
     assert!(!done.to_string().contains("secret-size"), "{done}");
     let id = done["decision"]["id"].as_u64().unwrap();
-    assert_eq!(s.open_ledger().get(id).unwrap().hash, done["decision"]["hash"].as_str().unwrap());
+    assert_eq!(
+        s.open_ledger().get(id).unwrap().hash,
+        done["decision"]["hash"].as_str().unwrap()
+    );
 }
