@@ -273,10 +273,7 @@ pub fn parse(out: &[u8]) -> Reply {
 
 fn dechunk(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    loop {
-        let Some(end) = b.windows(2).position(|w| w == b"\r\n") else {
-            break;
-        };
+    while let Some(end) = b.windows(2).position(|w| w == b"\r\n") {
         let n = usize::from_str_radix(std::str::from_utf8(&b[..end]).unwrap().trim(), 16).unwrap();
         if n == 0 {
             break;
