@@ -916,6 +916,9 @@ async fn run_gate(
                 origin: Some(origin.clone()),
                 ..Recording::default()
             },
+            // TODO: snapshots taken before the agent ran (`gate --before`) are not
+            // taken over HTTP yet; a contract with snapshot checks stays unverified.
+            before: None,
         });
         finish_decision(&a, decision, &origin, Some(&served))
     })
