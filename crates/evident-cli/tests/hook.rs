@@ -492,32 +492,443 @@ fn codex_answers_only_in_its_closed_schema() {
     );
 }
 
+/// `evident init AGENT` into the world's repository, committed (as a developer would),
+/// and the settings file it wrote.
+fn init_committed(w: &World, agent: &str) -> Value {
+    Command::cargo_bin("evident")
+        .unwrap()
+        .args(["init", agent, "--repo"])
+        .arg(&w.repo)
+        .assert()
+        .success();
+    git(&w.repo, &["add", "-A"]);
+    git(&w.repo, &["commit", "-qm", "evident hooks"]);
+    let path = match agent {
+        "cursor" => ".cursor/hooks.json",
+        "gemini" => ".gemini/settings.json",
+        "copilot" => ".github/hooks/evident.json",
+        _ => unreachable!(),
+    };
+    serde_json::from_str(&std::fs::read_to_string(w.repo.join(path)).unwrap()).unwrap()
+}
+
+/// Run a registered hook command as the agent runs it: the command string from the
+/// settings file through a shell (Cursor, Gemini CLI and Copilot CLI all run a shell
+/// command), in `cwd`, with the agent's environment and the event JSON on stdin. The
+/// state directory is the default one, under XDG_STATE_HOME.
+fn run_registered(w: &World, cmd: &str, env: &[(&str, String)], ev: &Value) -> (Value, String) {
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .current_dir(&w.repo)
+        .env("XDG_STATE_HOME", &w.state)
+        .env_remove("EVIDENT_LEDGER")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(ev.to_string().as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{cmd}: {stdout} {stderr}");
+    let v: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{cmd}: stdout is not one JSON document ({e}): {stdout:?} {stderr}"));
+    assert!(v.is_object(), "{v}");
+    (v, stderr)
+}
+
+/// Every key of `v` is one the agent's protocol documents for that answer.
+fn only_keys(v: &Value, allowed: &[&str], agent: &str) {
+    for k in v.as_object().unwrap().keys() {
+        assert!(allowed.contains(&k.as_str()), "{agent}: key {k} is not in its protocol: {v}");
+    }
+}
+
+/// With `no_change = "allow"` a wrong session baseline would let a committed wrong
+/// fix through as "nothing changed": these tests commit the wrong fix, so they also
+/// check that the session start's baseline is the one the stop uses.
+fn allow_no_change() -> String {
+    CONTRACT.replace("[hook]\n", "[hook]\nno_change = \"allow\"\n")
+}
+
+const WRONG: &str = "def add(a, b):\n    return a * b\n";
+const FIXED: &str = "def add(a, b):\n    return a + b\n";
+
+/// Cursor, as its hooks page describes it: every event carries the common fields
+/// (`conversation_id`, `generation_id`, `model`, `hook_event_name`, `cursor_version`,
+/// `workspace_roots`, `user_email`, `transcript_path`); `stop` adds `status` and
+/// `loop_count`, and is answered with `followup_message` only. Cursor sets
+/// `CURSOR_PROJECT_DIR` (and `CLAUDE_PROJECT_DIR` as an alias).
 #[test]
 #[cfg_attr(
     not(evident_services),
     ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
 )]
-fn cursor_gemini_and_copilot_refuse_in_their_own_words() {
-    for (agent, name) in [
-        ("cursor", "stop"),
-        ("gemini", "AfterAgent"),
-        ("copilot", "agentStop"),
-    ] {
-        let w = world(CONTRACT);
-        std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a * b\n").unwrap();
-        let mut ev = event(&w, name, false);
-        if agent == "cursor" {
-            ev = json!({"conversation_id": "c1", "generation_id": "g1", "hook_event_name": "stop", "status": "completed", "loop_count": 0, "workspace_roots": [w.repo]});
+fn cursor_driven_as_cursor_drives_it() {
+    let w = world(&allow_no_change());
+    let settings = init_committed(&w, "cursor");
+    assert_eq!(settings["version"], 1);
+    let cmd = |ev: &str| settings["hooks"][ev][0]["command"].as_str().unwrap().to_string();
+    let env = vec![
+        ("CURSOR_PROJECT_DIR", w.repo.display().to_string()),
+        ("CLAUDE_PROJECT_DIR", w.repo.display().to_string()),
+        ("CURSOR_VERSION", "2.3.35".to_string()),
+    ];
+    let common = |name: &str| {
+        json!({
+            "conversation_id": "5b3c1f0e-conv",
+            "generation_id": "gen-1",
+            "model": "claude-4.6-sonnet",
+            "hook_event_name": name,
+            "cursor_version": "2.3.35",
+            "workspace_roots": [w.repo],
+            "user_email": null,
+            "transcript_path": null,
+        })
+    };
+    let mut start = common("sessionStart");
+    start["session_id"] = json!("5b3c1f0e-conv");
+    start["is_background_agent"] = json!(false);
+    start["composer_mode"] = json!("agent");
+    let (v, err) = run_registered(&w, &cmd("sessionStart"), &env, &start);
+    assert_eq!(v, json!({}), "{err}");
+    assert!(err.contains("session baseline"), "{err}");
+    // The wrong fix, committed: only the session start's baseline shows it.
+    std::fs::write(w.repo.join("calc.py"), WRONG).unwrap();
+    git(&w.repo, &["commit", "-qam", "fix add"]);
+    let stop = |status: &str, loops: u64| {
+        let mut e = common("stop");
+        e["status"] = json!(status);
+        e["loop_count"] = json!(loops);
+        e
+    };
+    let (v, _) = run_registered(&w, &cmd("stop"), &env, &stop("completed", 0));
+    only_keys(&v, &["followup_message"], "cursor");
+    let m = v["followup_message"].as_str().unwrap();
+    assert!(m.contains("check \"pytest\"") && m.contains("exit_code expected 0 but observed 1"), "{m}");
+    // A loop the user aborted (or that failed) claims nothing: no follow-up restarts it.
+    let (v, err) = run_registered(&w, &cmd("stop"), &env, &stop("aborted", 1));
+    assert_eq!(v, json!({}), "{err}");
+    assert!(err.contains("not checked"), "{err}");
+    // The agent's fix: allowed, nothing submitted.
+    std::fs::write(w.repo.join("calc.py"), FIXED).unwrap();
+    let (v, err) = run_registered(&w, &cmd("stop"), &env, &stop("completed", 1));
+    assert_eq!(v, json!({}), "{err}");
+    assert!(err.contains("evident: verified"), "{err}");
+    // A subagent's stop is gated the same way.
+    std::fs::write(w.repo.join("calc.py"), WRONG).unwrap();
+    let mut sub = common("subagentStop");
+    sub["status"] = json!("completed");
+    let (v, _) = run_registered(&w, &cmd("subagentStop"), &env, &sub);
+    assert!(v["followup_message"].as_str().unwrap().contains("pytest"), "{v}");
+    // An internal error (the workspace is no repository) refuses, never a crash.
+    let mut e = stop("completed", 0);
+    e["workspace_roots"] = json!([w.state.parent().unwrap()]);
+    let (v, _) = run_registered(&w, &cmd("stop"), &env, &e);
+    only_keys(&v, &["followup_message"], "cursor");
+    assert!(v["followup_message"].as_str().unwrap().contains("could not check this stop"), "{v}");
+}
+
+/// The keys of Gemini CLI's HookOutput (packages/core/src/hooks/types.ts; the hooks
+/// reference's "Common output fields").
+const GEMINI_OUTPUT: &[&str] = &[
+    "continue",
+    "stopReason",
+    "suppressOutput",
+    "systemMessage",
+    "decision",
+    "reason",
+    "hookSpecificOutput",
+];
+
+/// Gemini CLI, as its hooks reference and hookRunner describe it: the base input
+/// (`session_id`, `transcript_path`, `cwd`, `hook_event_name`, `timestamp`),
+/// AfterAgent's `prompt`, `prompt_response` and `stop_hook_active`; the command runs
+/// through the shell in `cwd` with GEMINI_PROJECT_DIR, GEMINI_CWD, GEMINI_SESSION_ID
+/// and CLAUDE_PROJECT_DIR set to it.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+fn gemini_driven_as_gemini_cli_drives_it() {
+    let w = world(&allow_no_change());
+    let settings = init_committed(&w, "gemini");
+    let cmd = |ev: &str| {
+        settings["hooks"][ev][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let repo = w.repo.display().to_string();
+    let env = vec![
+        ("GEMINI_PROJECT_DIR", repo.clone()),
+        ("GEMINI_CWD", repo.clone()),
+        ("GEMINI_SESSION_ID", "g-session".to_string()),
+        ("CLAUDE_PROJECT_DIR", repo.clone()),
+    ];
+    let base = |name: &str| {
+        json!({
+            "session_id": "g-session",
+            "transcript_path": w.transcript.with_extension("json"),
+            "cwd": w.repo,
+            "hook_event_name": name,
+            "timestamp": "2026-12-01T12:00:00.000Z",
+        })
+    };
+    let mut start = base("SessionStart");
+    start["source"] = json!("startup");
+    let (v, err) = run_registered(&w, &cmd("SessionStart"), &env, &start);
+    assert_eq!(v, json!({}), "{err}");
+    assert!(err.contains("session baseline"), "{err}");
+    std::fs::write(w.repo.join("calc.py"), WRONG).unwrap();
+    git(&w.repo, &["commit", "-qam", "fix add"]);
+    let after = |active: bool| {
+        let mut e = base("AfterAgent");
+        e["prompt"] = json!("Fix add() in calc.py");
+        e["prompt_response"] = json!("Fixed add(); all tests pass.");
+        e["stop_hook_active"] = json!(active);
+        e
+    };
+    let (v, _) = run_registered(&w, &cmd("AfterAgent"), &env, &after(false));
+    only_keys(&v, GEMINI_OUTPUT, "gemini");
+    assert_eq!(v["decision"], "deny", "{v}");
+    let r = v["reason"].as_str().unwrap();
+    assert!(r.contains("check \"pytest\"") && r.contains("exit_code expected 0 but observed 1"), "{r}");
+    // The retry turn (stop_hook_active) with the fix: allowed, the user told.
+    std::fs::write(w.repo.join("calc.py"), FIXED).unwrap();
+    let (v, _) = run_registered(&w, &cmd("AfterAgent"), &env, &after(true));
+    only_keys(&v, GEMINI_OUTPUT, "gemini");
+    assert_eq!(v["decision"], "allow", "{v}");
+    assert!(v["systemMessage"].as_str().unwrap().contains("verified"), "{v}");
+    // An internal error refuses, never a crash.
+    let mut e = after(false);
+    e["cwd"] = json!(w.state.parent().unwrap());
+    let (v, _) = run_registered(&w, &cmd("AfterAgent"), &env, &e);
+    assert_eq!(v["decision"], "deny", "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("could not check this stop"), "{v}");
+}
+
+/// GitHub Copilot CLI, as its CLI hooks reference describes it: camelCase events
+/// carry `sessionId`, `timestamp` (ms), `cwd` and, on agentStop / subagentStop,
+/// `transcriptPath` and `stopReason` — and no event name, which the registered
+/// command passes with `--event`. agentStop is answered with `decision` and `reason`.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+fn copilot_driven_as_copilot_cli_drives_it() {
+    let w = world(&allow_no_change());
+    let settings = init_committed(&w, "copilot");
+    assert_eq!(settings["version"], 1);
+    let cmd = |ev: &str| settings["hooks"][ev][0]["bash"].as_str().unwrap().to_string();
+    for ev in ["sessionStart", "agentStop", "subagentStop"] {
+        assert!(cmd(ev).contains(&format!("--event {ev} ")), "{}", cmd(ev));
+    }
+    let env: Vec<(&str, String)> = Vec::new();
+    let start = json!({
+        "sessionId": "cp-session",
+        "timestamp": 1_764_590_400_000_u64,
+        "cwd": w.repo,
+        "source": "new",
+        "initialPrompt": "Fix add() in calc.py",
+    });
+    let (v, err) = run_registered(&w, &cmd("sessionStart"), &env, &start);
+    assert_eq!(v, json!({}), "{err}");
+    assert!(err.contains("session baseline"), "{err}");
+    std::fs::write(w.repo.join("calc.py"), WRONG).unwrap();
+    git(&w.repo, &["commit", "-qam", "fix add"]);
+    let stop = json!({
+        "sessionId": "cp-session",
+        "timestamp": 1_764_590_500_000_u64,
+        "cwd": w.repo,
+        "transcriptPath": w.transcript,
+        "stopReason": "end_turn",
+    });
+    let (v, _) = run_registered(&w, &cmd("agentStop"), &env, &stop);
+    only_keys(&v, &["decision", "reason"], "copilot");
+    assert_eq!(v["decision"], "block", "{v}");
+    let r = v["reason"].as_str().unwrap();
+    assert!(r.contains("check \"pytest\"") && r.contains("exit_code expected 0 but observed 1"), "{r}");
+    let mut sub = stop.clone();
+    sub["agentName"] = json!("explore");
+    let (v, _) = run_registered(&w, &cmd("subagentStop"), &env, &sub);
+    assert_eq!(v["decision"], "block", "{v}");
+    // A command registered without --event cannot tell a stop from anything else:
+    // refused, with the hint to register again.
+    let bare = cmd("agentStop").replace(" --event agentStop", "");
+    let (v, _) = run_registered(&w, &bare, &env, &stop);
+    assert_eq!(v["decision"], "block", "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("evident init copilot"), "{v}");
+    // The fix: allowed.
+    std::fs::write(w.repo.join("calc.py"), FIXED).unwrap();
+    let (v, err) = run_registered(&w, &cmd("agentStop"), &env, &stop);
+    only_keys(&v, &["decision", "reason"], "copilot");
+    assert_eq!(v["decision"], "allow", "{v}");
+    assert!(err.contains("evident: verified"), "{err}");
+    // An internal error refuses, never a crash.
+    let mut e = stop.clone();
+    e["cwd"] = json!(w.state.parent().unwrap());
+    let (v, _) = run_registered(&w, &cmd("agentStop"), &env, &e);
+    assert_eq!(v["decision"], "block", "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("could not check this stop"), "{v}");
+}
+
+/// The JSON Schema keywords the vendored Gemini settings schema uses: type,
+/// properties, additionalProperties, items, $ref (to #/$defs/…); the rest
+/// (title, description, default, $comment) are annotations.
+fn schema_errors(schema: &Value, root: &Value, v: &Value, at: &str, errs: &mut Vec<String>) {
+    let schema = match schema.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            let name = r.strip_prefix("#/$defs/").expect("only local $defs refs");
+            &root["$defs"][name]
         }
-        let (v, _) = hook(&w, agent, &ev);
-        match agent {
-            "cursor" => assert!(
-                v["followup_message"].as_str().unwrap().contains("pytest"),
-                "{v}"
-            ),
-            "gemini" => assert_eq!(v["decision"], "deny", "{v}"),
-            _ => assert_eq!(v["decision"], "block", "{v}"),
+        None => schema,
+    };
+    for k in schema.as_object().unwrap().keys() {
+        assert!(
+            [
+                "type", "properties", "additionalProperties", "items", "$ref", "title",
+                "description", "default", "$comment", "$schema"
+            ]
+            .contains(&k.as_str()),
+            "schema keyword {k} not handled by this validator"
+        );
+    }
+    if let Some(t) = schema.get("type").and_then(Value::as_str) {
+        let ok = match t {
+            "object" => v.is_object(),
+            "array" => v.is_array(),
+            "string" => v.is_string(),
+            "number" => v.is_number(),
+            "boolean" => v.is_boolean(),
+            _ => panic!("type {t}"),
+        };
+        if !ok {
+            errs.push(format!("{at}: expected {t}, found {v}"));
+            return;
         }
+    }
+    if let Some(o) = v.as_object() {
+        let props = schema.get("properties").and_then(Value::as_object);
+        for (k, x) in o {
+            match props.and_then(|p| p.get(k)) {
+                Some(s) => schema_errors(s, root, x, &format!("{at}/{k}"), errs),
+                None => match schema.get("additionalProperties") {
+                    Some(Value::Bool(false)) => errs.push(format!("{at}: property {k} not allowed")),
+                    Some(s @ Value::Object(_)) => schema_errors(s, root, x, &format!("{at}/{k}"), errs),
+                    _ => {}
+                },
+            }
+        }
+    }
+    if let (Some(a), Some(items)) = (v.as_array(), schema.get("items")) {
+        for (i, x) in a.iter().enumerate() {
+            schema_errors(items, root, x, &format!("{at}/{i}"), errs);
+        }
+    }
+}
+
+fn init_twice(agent: &str, repo: &Path, settings: &str) -> (String, Value) {
+    let run = || {
+        Command::cargo_bin("evident")
+            .unwrap()
+            .args(["init", agent, "--repo"])
+            .arg(repo)
+            .assert()
+            .success();
+        std::fs::read_to_string(repo.join(settings)).unwrap()
+    };
+    let first = run();
+    let second = run();
+    assert_eq!(first, second, "{agent}: init twice changes nothing");
+    (first.clone(), serde_json::from_str(&first).unwrap())
+}
+
+#[test]
+fn init_cursor_gemini_and_copilot_merge_into_existing_hooks_idempotently() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path();
+    std::fs::write(repo.join("pytest.ini"), "[pytest]\n").unwrap();
+    // Cursor: an existing stop hook and another event's hook are kept; a stale evident
+    // entry (an old binary path) is replaced in place, and a duplicate removed.
+    std::fs::create_dir_all(repo.join(".cursor")).unwrap();
+    let cursor = json!({"version": 1, "hooks": {
+        "stop": [{"command": "./hooks/audit.sh"}, {"command": "/old/evident hook cursor --timeout 9"}, {"command": "/old/evident hook cursor"}],
+        "afterFileEdit": [{"command": "./hooks/format.sh"}]
+    }});
+    std::fs::write(repo.join(".cursor/hooks.json"), cursor.to_string()).unwrap();
+    let (_, c) = init_twice("cursor", repo, ".cursor/hooks.json");
+    assert_eq!(c["version"], 1);
+    assert_eq!(c["hooks"]["afterFileEdit"], cursor["hooks"]["afterFileEdit"]);
+    let stop = c["hooks"]["stop"].as_array().unwrap();
+    assert_eq!(stop.len(), 2, "{c}");
+    assert_eq!(stop[0]["command"], "./hooks/audit.sh");
+    let ours = stop[1]["command"].as_str().unwrap();
+    assert!(ours.starts_with('/') && !ours.starts_with("/old") && ours.ends_with(" hook cursor --timeout 540"), "{ours}");
+    assert!(stop[1]["timeout"].as_u64().unwrap() > 540, "seconds, above the gate's deadline");
+    for ev in ["sessionStart", "subagentStop"] {
+        assert!(c["hooks"][ev][0]["command"].as_str().unwrap().contains("hook cursor"), "{c}");
+    }
+    // Gemini CLI: other settings and hooks kept, matcher groups left whole; the file
+    // is valid against Gemini CLI's published settings schema.
+    std::fs::create_dir_all(repo.join(".gemini")).unwrap();
+    let gemini = json!({"hooksConfig": {"enabled": true}, "hooks": {
+        "AfterAgent": [{"hooks": [{"type": "command", "command": "./log.sh", "timeout": 5000},
+                                   {"type": "command", "command": "/old/evident hook gemini"}]}],
+        "BeforeTool": [{"matcher": "run_shell_command", "hooks": [{"type": "command", "command": "./guard.sh"}]}]
+    }});
+    std::fs::write(repo.join(".gemini/settings.json"), gemini.to_string()).unwrap();
+    let (_, g) = init_twice("gemini", repo, ".gemini/settings.json");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agents/gemini-settings.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let mut errs = Vec::new();
+    schema_errors(&schema, &schema, &g, "", &mut errs);
+    assert!(errs.is_empty(), "{errs:?}\n{g}");
+    // The validator can fail: a timeout written as a string is refused.
+    let mut bad = g.clone();
+    bad["hooks"]["AfterAgent"][0]["hooks"][0]["timeout"] = json!("600s");
+    bad["unknownSetting"] = json!(1);
+    let mut errs = Vec::new();
+    schema_errors(&schema, &schema, &bad, "", &mut errs);
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert_eq!(g["hooksConfig"], gemini["hooksConfig"]);
+    assert_eq!(g["hooks"]["BeforeTool"], gemini["hooks"]["BeforeTool"]);
+    let after = g["hooks"]["AfterAgent"].as_array().unwrap();
+    assert_eq!(after.len(), 2, "{g}");
+    let ours = &after[0]["hooks"][0];
+    assert!(ours["command"].as_str().unwrap().ends_with(" hook gemini --timeout 540"), "{g}");
+    assert!(ours["timeout"].as_u64().unwrap() > 540 * 1000, "milliseconds: {g}");
+    assert_eq!(after[1]["hooks"], json!([{"type": "command", "command": "./log.sh", "timeout": 5000}]));
+    assert!(g["hooks"]["SessionStart"][0]["hooks"][0]["command"].as_str().unwrap().contains("hook gemini"));
+    // Copilot CLI: its own file in .github/hooks/, with bash commands and timeoutSec;
+    // another hooks file there is left alone.
+    std::fs::create_dir_all(repo.join(".github/hooks")).unwrap();
+    let other = json!({"version": 1, "hooks": {"agentStop": [{"type": "command", "bash": "./notify.sh"}]}});
+    std::fs::write(repo.join(".github/hooks/team.json"), other.to_string()).unwrap();
+    let (_, p) = init_twice("copilot", repo, ".github/hooks/evident.json");
+    assert_eq!(
+        serde_json::from_str::<Value>(&std::fs::read_to_string(repo.join(".github/hooks/team.json")).unwrap()).unwrap(),
+        other
+    );
+    assert_eq!(p["version"], 1);
+    for ev in ["sessionStart", "agentStop", "subagentStop"] {
+        let e = &p["hooks"][ev][0];
+        assert_eq!(e["type"], "command", "{p}");
+        assert!(e["bash"].as_str().unwrap().ends_with(&format!(" hook copilot --event {ev} --timeout 540")), "{p}");
+        assert!(e["timeoutSec"].as_u64().unwrap() > 540, "{p}");
     }
 }
 

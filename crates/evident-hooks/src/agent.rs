@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-/// The coding agents evident answers.
+/// The coding agents evident answers. Each protocol fact, and where it comes from, is
+/// in docs/agents.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Agent {
     /// Claude Code: `Stop`, `SubagentStop`, `SessionStart` (settings `.claude/settings.json`).
@@ -13,11 +14,14 @@ pub enum Agent {
     /// output schema is closed (`continue`, `decision`, `reason`, `stopReason`,
     /// `suppressOutput`, `systemMessage`).
     Codex,
-    /// Cursor: `stop` answered with `followup_message` (`.cursor/hooks.json`).
+    /// Cursor: `stop` (and `subagentStop`) answered with `followup_message`, which
+    /// Cursor submits as the next user message; `sessionStart` (`.cursor/hooks.json`).
     Cursor,
-    /// Gemini CLI: `AfterAgent` answered with `decision: "deny"` (`.gemini/settings.json`).
+    /// Gemini CLI: `AfterAgent` answered with `decision: "deny"`, whose `reason` becomes
+    /// the agent's next prompt; `SessionStart` (`.gemini/settings.json`).
     Gemini,
-    /// Copilot CLI: `agentStop` answered with `decision: "block"`.
+    /// Copilot CLI: `agentStop` / `subagentStop` answered with `decision: "block"`,
+    /// whose `reason` is the next turn's prompt; `sessionStart` (`.github/hooks/*.json`).
     Copilot,
 }
 
@@ -71,19 +75,88 @@ pub enum Kind {
     SubagentStop,
 }
 
+impl Agent {
+    /// The event names this agent uses for each kind evident answers, from its
+    /// published hook reference (docs/agents.md cites each): `evident init` registers
+    /// the first name of each kind, and `parse_event` accepts only these.
+    pub fn events(self) -> &'static [(&'static str, Kind)] {
+        match self {
+            Agent::ClaudeCode | Agent::Codex => &[
+                ("SessionStart", Kind::SessionStart),
+                ("Stop", Kind::Stop),
+                ("SubagentStop", Kind::SubagentStop),
+            ],
+            Agent::Cursor => &[
+                ("sessionStart", Kind::SessionStart),
+                ("stop", Kind::Stop),
+                ("subagentStop", Kind::SubagentStop),
+            ],
+            // Gemini CLI has no subagent stop; AfterAgent fires once per turn.
+            Agent::Gemini => &[
+                ("SessionStart", Kind::SessionStart),
+                ("AfterAgent", Kind::Stop),
+            ],
+            // Copilot CLI's camelCase events carry no `hook_event_name` (the command
+            // passes `--event`); its VS Code compatible PascalCase events do.
+            Agent::Copilot => &[
+                ("sessionStart", Kind::SessionStart),
+                ("agentStop", Kind::Stop),
+                ("subagentStop", Kind::SubagentStop),
+                ("SessionStart", Kind::SessionStart),
+                ("Stop", Kind::Stop),
+                ("SubagentStop", Kind::SubagentStop),
+            ],
+        }
+    }
+
+    /// The kinds evident registers for, with the event name `evident init` uses.
+    pub fn registered(self) -> Vec<(&'static str, Kind)> {
+        let mut out: Vec<(&'static str, Kind)> = Vec::new();
+        for &(name, kind) in self.events() {
+            if !out.iter().any(|(_, k)| *k == kind) {
+                out.push((name, kind));
+            }
+        }
+        out
+    }
+
+    /// Whether the agent's event names must be passed on the command line
+    /// (`--event NAME`) because its payload does not name the event.
+    pub fn needs_event_flag(self) -> bool {
+        self == Agent::Copilot
+    }
+
+    pub fn kind_of(self, event_name: &str) -> Option<Kind> {
+        self.events()
+            .iter()
+            .find(|(n, _)| *n == event_name)
+            .map(|(_, k)| *k)
+    }
+}
+
 /// The fields evident reads from an agent's event (the rest is ignored).
 #[derive(Debug, Clone, Default)]
 pub struct Event {
     pub kind: Option<Kind>,
+    /// The event's name, as sent or as passed with `--event`.
+    pub name: String,
     pub session_id: String,
     pub cwd: Option<String>,
     pub transcript_path: Option<String>,
     pub stop_hook_active: bool,
     pub last_assistant_message: Option<String>,
+    /// The user's request for this turn, where the event carries it (Gemini CLI's
+    /// AfterAgent `prompt`).
+    pub prompt: Option<String>,
+    /// Why the agent loop ended, where the agent says (Cursor's stop `status`:
+    /// `completed`, `aborted` or `error`).
+    pub status: Option<String>,
 }
 
-/// Read the event JSON an agent writes on stdin.
-pub fn parse_event(agent: Agent, bytes: &[u8]) -> Result<Event, String> {
+/// Read the event JSON an agent writes on stdin. `event_flag` is the `--event NAME`
+/// the registered command passes (Copilot CLI's camelCase payloads do not name the
+/// event); a payload's own `hook_event_name` must agree with it.
+pub fn parse_event(agent: Agent, bytes: &[u8], event_flag: Option<&str>) -> Result<Event, String> {
     if bytes.len() > 16 * 1024 * 1024 {
         return Err("the hook event on stdin exceeds 16 MiB".into());
     }
@@ -93,17 +166,39 @@ pub fn parse_event(agent: Agent, bytes: &[u8]) -> Result<Event, String> {
         return Err("the hook event on stdin is not a JSON object".into());
     }
     let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    let name = s("hook_event_name").unwrap_or_default();
-    let kind = match name.as_str() {
-        "SessionStart" | "sessionStart" => Some(Kind::SessionStart),
-        "Stop" | "stop" | "AfterAgent" | "agentStop" => Some(Kind::Stop),
-        "SubagentStop" | "subagentStop" => Some(Kind::SubagentStop),
-        _ => None,
+    let sent = s("hook_event_name");
+    let name = match (sent, event_flag) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(format!(
+                "the hook event names itself {a:?} but the command was registered with --event {b}; hint: run `evident init {}` again",
+                agent.name()
+            ));
+        }
+        (Some(a), _) => a,
+        (None, Some(b)) => b.to_string(),
+        (None, None) => {
+            return Err(format!(
+                "the hook event does not say which event it is (no hook_event_name, no --event); hint: run `evident init {}` again, it registers the command with --event",
+                agent.name()
+            ));
+        }
     };
-    let session_id = s("session_id")
-        .or_else(|| s("sessionId"))
-        .or_else(|| s("conversation_id"))
-        .ok_or("the hook event has no session_id")?;
+    if let Some(f) = event_flag
+        && agent.kind_of(f).is_none()
+    {
+        return Err(format!(
+            "--event {f:?} is not an event evident answers for {}",
+            agent.name()
+        ));
+    }
+    let kind = agent.kind_of(&name);
+    // Cursor's conversation_id is in every event of its common schema; prefer it so a
+    // session start and the stops of one conversation share one session.
+    let session_id = match agent {
+        Agent::Cursor => s("conversation_id").or_else(|| s("session_id")),
+        _ => s("session_id").or_else(|| s("sessionId")),
+    }
+    .ok_or("the hook event has no session id (session_id, sessionId or conversation_id)")?;
     let cwd = s("cwd").or_else(|| {
         v.get("workspace_roots")
             .and_then(Value::as_array)
@@ -117,18 +212,30 @@ pub fn parse_event(agent: Agent, bytes: &[u8]) -> Result<Event, String> {
     });
     Ok(Event {
         kind,
+        name,
         session_id,
         cwd,
-        transcript_path: s("agent_transcript_path").or_else(|| s("transcript_path")),
+        transcript_path: s("agent_transcript_path")
+            .or_else(|| s("transcript_path"))
+            .or_else(|| s("transcriptPath")),
         stop_hook_active: v.get("stop_hook_active").and_then(Value::as_bool) == Some(true),
         last_assistant_message: last,
+        prompt: match agent {
+            Agent::Gemini => s("prompt"),
+            _ => None,
+        },
+        status: match agent {
+            Agent::Cursor => s("status"),
+            _ => None,
+        },
     })
 }
 
 /// What evident tells the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    /// The stop goes through; `message` is shown to the user where the protocol can.
+    /// The stop goes through; `message` is shown to the user where the protocol can
+    /// (and always written to stderr).
     Allow { message: Option<String> },
     /// The stop is refused; `reason` is what the agent reads and acts on.
     Refuse { reason: String },
@@ -139,16 +246,100 @@ pub enum Answer {
 /// The answer as that agent's protocol writes it on stdout.
 pub fn render(agent: Agent, answer: &Answer) -> String {
     let v = match (agent, answer) {
-        (_, Answer::Silent) => return String::new(),
+        // Claude Code adds a session start's plain stdout to the model's context, and
+        // Codex reads it likewise: nothing at all is the quiet answer there.
+        (Agent::ClaudeCode | Agent::Codex, Answer::Silent) => return String::new(),
+        // The others parse stdout as JSON; `{}` changes nothing.
+        (_, Answer::Silent) => json!({}),
+        // Cursor: a non-empty followup_message is submitted as the next user message;
+        // there is no field for a message to the user.
         (Agent::Cursor, Answer::Refuse { reason }) => json!({ "followup_message": reason }),
         (Agent::Cursor, Answer::Allow { .. }) => json!({}),
+        // Gemini CLI AfterAgent: "deny" rejects the response and sends `reason` to the
+        // agent as a new prompt; systemMessage is shown to the user.
         (Agent::Gemini, Answer::Refuse { reason }) => {
             json!({ "decision": "deny", "reason": reason })
         }
+        (Agent::Gemini, Answer::Allow { message: Some(m) }) => {
+            json!({ "decision": "allow", "systemMessage": m })
+        }
+        (Agent::Gemini, Answer::Allow { message: None }) => json!({ "decision": "allow" }),
+        // Copilot CLI agentStop/subagentStop: "block" forces another turn with
+        // `reason` as the prompt; only decision and reason are read.
+        (Agent::Copilot, Answer::Refuse { reason }) => {
+            json!({ "decision": "block", "reason": reason })
+        }
+        (Agent::Copilot, Answer::Allow { .. }) => json!({ "decision": "allow" }),
+        // Claude Code and Codex.
         (_, Answer::Refuse { reason }) => json!({ "decision": "block", "reason": reason }),
-        (Agent::Copilot, Answer::Allow { .. }) => json!({}),
         (_, Answer::Allow { message: Some(m) }) => json!({ "systemMessage": m }),
         (_, Answer::Allow { message: None }) => json!({}),
     };
     format!("{v}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_answer_of_every_agent_is_one_json_object_except_claude_and_codex_silence() {
+        for agent in Agent::ALL {
+            for a in [
+                Answer::Silent,
+                Answer::Allow { message: None },
+                Answer::Allow {
+                    message: Some("m".into()),
+                },
+                Answer::Refuse { reason: "r".into() },
+            ] {
+                let out = render(agent, &a);
+                if out.is_empty() {
+                    assert!(matches!(agent, Agent::ClaudeCode | Agent::Codex));
+                    assert_eq!(a, Answer::Silent);
+                    continue;
+                }
+                let v: Value = serde_json::from_str(&out).unwrap();
+                assert!(v.is_object(), "{agent:?} {a:?}: {out}");
+                if let Answer::Refuse { .. } = a {
+                    assert!(out.contains("\"r\""), "{agent:?}: the reason is sent: {out}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn events_are_read_by_each_agents_own_names() {
+        let stop = |agent, name: &str| {
+            parse_event(
+                agent,
+                json!({"session_id": "s", "conversation_id": "c", "cwd": "/r", "hook_event_name": name})
+                    .to_string()
+                    .as_bytes(),
+                None,
+            )
+            .unwrap()
+            .kind
+        };
+        assert_eq!(stop(Agent::Gemini, "AfterAgent"), Some(Kind::Stop));
+        assert_eq!(stop(Agent::Gemini, "Stop"), None);
+        assert_eq!(stop(Agent::Cursor, "stop"), Some(Kind::Stop));
+        assert_eq!(stop(Agent::Cursor, "AfterAgent"), None);
+        assert_eq!(stop(Agent::Copilot, "Stop"), Some(Kind::Stop));
+        // Copilot's camelCase payload names no event: --event does, and must agree.
+        let camel = json!({"sessionId": "s", "cwd": "/r", "timestamp": 1, "stopReason": "end_turn"}).to_string();
+        let e = parse_event(Agent::Copilot, camel.as_bytes(), Some("agentStop")).unwrap();
+        assert_eq!((e.kind, e.session_id.as_str()), (Some(Kind::Stop), "s"));
+        assert!(parse_event(Agent::Copilot, camel.as_bytes(), None).is_err());
+        let named = json!({"session_id": "s", "cwd": "/r", "hook_event_name": "SessionStart"}).to_string();
+        assert!(parse_event(Agent::Copilot, named.as_bytes(), Some("agentStop")).is_err());
+        // Cursor keys the session by conversation_id.
+        let e = parse_event(
+            Agent::Cursor,
+            json!({"conversation_id": "c", "session_id": "x", "hook_event_name": "stop", "workspace_roots": ["/w"], "status": "aborted"}).to_string().as_bytes(),
+            None,
+        )
+        .unwrap();
+        assert_eq!((e.session_id.as_str(), e.cwd.as_deref(), e.status.as_deref()), ("c", Some("/w"), Some("aborted")));
+    }
 }

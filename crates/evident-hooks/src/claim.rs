@@ -30,6 +30,9 @@ pub struct Input<'a> {
     /// Where the agent ran (relative paths in the transcript are taken from here).
     pub cwd: &'a Path,
     pub last_message: Option<String>,
+    /// The user's request when the event carries it and no transcript is read
+    /// (Gemini CLI's AfterAgent `prompt`).
+    pub task: Option<String>,
     pub at: time::OffsetDateTime,
     pub scrub: &'a Scrubber,
 }
@@ -116,10 +119,12 @@ pub async fn build(witness: &Witness, input: Input<'_>) -> Result<Built, String>
         .collect();
     let mut findings = Vec::new();
     let base_short = &input.base[..input.base.len().min(12)];
-    let mut task = None;
+    let mut task = input.task.clone();
     let mut outcome = input.last_message.clone();
     if let Some(trace) = input.trace {
-        task = trace.first_user_message().map(str::to_string);
+        if let Some(t) = trace.first_user_message() {
+            task = Some(t.to_string());
+        }
         if outcome.is_none() {
             outcome = trace.last_agent_message().map(str::to_string);
         }

@@ -161,16 +161,6 @@ pub fn settings_path(agent: Agent) -> &'static str {
     }
 }
 
-/// Events evident registers for, per agent.
-fn events(agent: Agent) -> &'static [&'static str] {
-    match agent {
-        Agent::ClaudeCode | Agent::Codex => &["SessionStart", "Stop", "SubagentStop"],
-        Agent::Cursor => &["stop"],
-        Agent::Gemini => &["SessionStart", "AfterAgent"],
-        Agent::Copilot => &["sessionStart", "agentStop"],
-    }
-}
-
 fn quote(s: &str) -> String {
     if s.chars()
         .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
@@ -181,13 +171,40 @@ fn quote(s: &str) -> String {
     }
 }
 
-/// The hook command line: the evident binary by absolute path.
-pub fn command(binary: &Path, agent: Agent) -> String {
+/// The hook command line: the evident binary by absolute path. Every agent here runs
+/// the command through a shell, so the path is quoted. `event` is passed as `--event`
+/// for agents whose payload does not name the event (Copilot CLI).
+pub fn command(binary: &Path, agent: Agent, event: &str) -> String {
+    let flag = if agent.needs_event_flag() {
+        format!(" --event {event}")
+    } else {
+        String::new()
+    };
     format!(
-        "{} hook {} --timeout {GATE_DEADLINE_S}",
+        "{} hook {}{flag} --timeout {GATE_DEADLINE_S}",
         quote(&binary.display().to_string()),
         agent.name()
     )
+}
+
+/// One hook entry in the agent's settings format (docs/agents.md cites each).
+fn entry(agent: Agent, cmd: String) -> Value {
+    match agent {
+        // A matcher group with a list of command hooks; timeout in seconds.
+        Agent::ClaudeCode | Agent::Codex => json!({
+            "hooks": [{ "type": "command", "command": cmd, "timeout": HOOK_TIMEOUT_S }]
+        }),
+        // Gemini CLI: the same shape, timeout in milliseconds.
+        Agent::Gemini => json!({
+            "hooks": [{ "name": "evident", "type": "command", "command": cmd, "timeout": HOOK_TIMEOUT_S * 1000 }]
+        }),
+        // Cursor: a flat list of {command, timeout}.
+        Agent::Cursor => json!({ "command": cmd, "timeout": HOOK_TIMEOUT_S }),
+        // Copilot CLI: a flat list of {type, bash, timeoutSec}.
+        Agent::Copilot => {
+            json!({ "type": "command", "bash": cmd, "timeoutSec": HOOK_TIMEOUT_S })
+        }
+    }
 }
 
 /// Merge evident's hooks into an agent's settings document. Existing hooks are kept;
@@ -206,7 +223,6 @@ pub fn merge(agent: Agent, existing: Option<Value>, binary: &Path) -> Result<Val
         .or_insert_with(|| json!({}))
         .as_object_mut()
         .ok_or("\"hooks\" in the settings file is not an object")?;
-    let cmd = command(binary, agent);
     let ours = |v: &Value| -> bool {
         let c = v
             .get("command")
@@ -215,46 +231,44 @@ pub fn merge(agent: Agent, existing: Option<Value>, binary: &Path) -> Result<Val
             .unwrap_or("");
         c.contains(&format!(" hook {}", agent.name())) && c.contains("evident")
     };
-    for ev in events(agent) {
+    for (ev, _) in agent.registered() {
         let list = hooks
             .entry(ev.to_string())
             .or_insert_with(|| json!([]))
             .as_array_mut()
             .ok_or_else(|| format!("hooks.{ev} in the settings file is not a list"))?;
-        let entry = match agent {
-            Agent::ClaudeCode | Agent::Codex | Agent::Gemini => json!({
-                "hooks": [{ "type": "command", "command": cmd, "timeout": if agent == Agent::Gemini { HOOK_TIMEOUT_S * 1000 } else { HOOK_TIMEOUT_S } }]
-            }),
-            Agent::Cursor => json!({ "command": cmd, "timeout": HOOK_TIMEOUT_S }),
-            Agent::Copilot => {
-                json!({ "type": "command", "bash": cmd, "timeoutSec": HOOK_TIMEOUT_S })
-            }
-        };
-        let mut placed = false;
-        for item in list.iter_mut() {
+        let entry = entry(agent, command(binary, agent, ev));
+        // Where the first of ours is; every other of ours goes.
+        let mut at = None;
+        let mut kept = Vec::with_capacity(list.len());
+        for mut item in std::mem::take(list) {
             // Grouped form (matcher group with "hooks"), or a flat entry.
+            // A group's other hooks are kept; ours takes the group's place.
             if let Some(inner) = item.get_mut("hooks").and_then(Value::as_array_mut) {
                 if inner.iter().any(&ours) {
-                    if !placed {
-                        *item = entry.clone();
-                        placed = true;
-                    } else {
-                        inner.retain(|h| !ours(h));
+                    inner.retain(|h| !ours(h));
+                    if at.is_none() {
+                        at = Some(kept.len());
+                        kept.push(entry.clone());
+                    }
+                    if inner.is_empty() {
+                        continue;
                     }
                 }
-            } else if ours(item) && !placed {
-                *item = entry.clone();
-                placed = true;
+                kept.push(item);
+            } else if ours(&item) {
+                if at.is_none() {
+                    at = Some(kept.len());
+                    kept.push(entry.clone());
+                }
+            } else {
+                kept.push(item);
             }
         }
-        list.retain(|i| {
-            i.get("hooks")
-                .and_then(Value::as_array)
-                .is_none_or(|h| !h.is_empty())
-        });
-        if !placed {
-            list.push(entry);
+        if at.is_none() {
+            kept.push(entry);
         }
+        *list = kept;
     }
     Ok(doc)
 }

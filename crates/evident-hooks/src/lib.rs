@@ -42,6 +42,9 @@ pub struct Options {
     pub key: Option<PathBuf>,
     pub jobs: usize,
     pub deadline: Duration,
+    /// `--event NAME`: the event the command was registered for, for agents whose
+    /// payload does not name it (Copilot CLI's camelCase events).
+    pub event: Option<String>,
 }
 
 /// The contract's `[hook]` settings, with their defaults.
@@ -71,7 +74,7 @@ pub fn run(agent: Agent, stdin: &[u8], opts: &Options, env: Env<'_>) -> (String,
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         handle(agent, stdin, opts, env, started)
     }));
-    let (answer, log) = match result {
+    let (answer, mut log) = match result {
         Ok((a, log)) => (a, log),
         Err(_) => (
             Answer::Refuse {
@@ -80,6 +83,11 @@ pub fn run(agent: Agent, stdin: &[u8], opts: &Options, env: Env<'_>) -> (String,
             vec!["evident hook: internal panic".into()],
         ),
     };
+    // Cursor and Copilot have no field for a message to the user: stderr is where it
+    // can be read (a loop guard's "NOT verified" above all).
+    if let Answer::Allow { message: Some(m) } = &answer {
+        log.push(m.clone());
+    }
     (agent::render(agent, &answer), log)
 }
 
@@ -105,7 +113,7 @@ fn handle(
     started: time::OffsetDateTime,
 ) -> (Answer, Vec<String>) {
     let mut log = Vec::new();
-    let event = match agent::parse_event(agent, stdin) {
+    let event = match agent::parse_event(agent, stdin, opts.event.as_deref()) {
         Ok(e) => e,
         Err(e) => return (refuse_error(&e, None), vec![e]),
     };
@@ -128,6 +136,18 @@ fn handle(
                 Err(e) => log.push(format!("evident hook: session start: {e}")),
             }
             (Answer::Silent, log)
+        }
+        Some(Kind::Stop) | Some(Kind::SubagentStop)
+            if event.status.as_deref().is_some_and(|s| s != "completed") =>
+        {
+            // Cursor runs its stop hook also when the user aborts the loop or it fails
+            // on an error: the agent claims nothing then, and a follow-up message would
+            // restart it against the user's abort.
+            log.push(format!(
+                "evident hook: the agent loop ended with status {:?}, not a claim of done; not checked",
+                event.status.as_deref().unwrap_or_default()
+            ));
+            (Answer::Allow { message: None }, log)
         }
         Some(Kind::Stop) | Some(Kind::SubagentStop) => {
             match stop(agent, &event, opts, env, started, &runtime, &mut log) {
@@ -354,6 +374,7 @@ fn stop(
                 trace: trace.as_ref(),
                 cwd: event.cwd.as_deref().map(Path::new).unwrap_or(&top),
                 last_message: event.last_assistant_message.clone(),
+                task: event.prompt.clone(),
                 at: started,
                 scrub: &scrub,
             },
@@ -633,6 +654,7 @@ pub fn claim_from(
                 trace: Some(&trace),
                 cwd: &cwd,
                 last_message: None,
+                task: None,
                 at: time::OffsetDateTime::now_utc(),
                 scrub: &scrub,
             },

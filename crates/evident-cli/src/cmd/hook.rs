@@ -41,6 +41,11 @@ pub struct Args {
     /// One deadline for all checks, in seconds; keep it below the agent's hook timeout.
     #[arg(long, default_value_t = 540.0, value_name = "SECONDS")]
     pub timeout: f64,
+    /// The event this command is registered for (`evident init` passes it for
+    /// Copilot CLI, whose camelCase payloads do not name the event: agentStop,
+    /// subagentStop or sessionStart). A payload that names another event is refused.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
 }
 
 pub fn parse_agent(s: &str) -> Result<Agent, String> {
@@ -65,6 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .ok()
             .filter(|d| !d.is_zero())
             .unwrap_or(Duration::from_secs(540)),
+        event: args.event,
     };
     if let Err(e) = read {
         stdin = format!("{{\"evident_error\": {:?}}}", e.to_string()).into_bytes();
