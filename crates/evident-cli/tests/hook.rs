@@ -540,8 +540,9 @@ fn run_registered(w: &World, cmd: &str, env: &[(&str, String)], ev: &Value) -> (
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(0), "{cmd}: {stdout} {stderr}");
-    let v: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{cmd}: stdout is not one JSON document ({e}): {stdout:?} {stderr}"));
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!("{cmd}: stdout is not one JSON document ({e}): {stdout:?} {stderr}")
+    });
     assert!(v.is_object(), "{v}");
     (v, stderr)
 }
@@ -549,7 +550,10 @@ fn run_registered(w: &World, cmd: &str, env: &[(&str, String)], ev: &Value) -> (
 /// Every key of `v` is one the agent's protocol documents for that answer.
 fn only_keys(v: &Value, allowed: &[&str], agent: &str) {
     for k in v.as_object().unwrap().keys() {
-        assert!(allowed.contains(&k.as_str()), "{agent}: key {k} is not in its protocol: {v}");
+        assert!(
+            allowed.contains(&k.as_str()),
+            "{agent}: key {k} is not in its protocol: {v}"
+        );
     }
 }
 
@@ -577,7 +581,12 @@ fn cursor_driven_as_cursor_drives_it() {
     let w = world(&allow_no_change());
     let settings = init_committed(&w, "cursor");
     assert_eq!(settings["version"], 1);
-    let cmd = |ev: &str| settings["hooks"][ev][0]["command"].as_str().unwrap().to_string();
+    let cmd = |ev: &str| {
+        settings["hooks"][ev][0]["command"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
     let env = vec![
         ("CURSOR_PROJECT_DIR", w.repo.display().to_string()),
         ("CLAUDE_PROJECT_DIR", w.repo.display().to_string()),
@@ -614,7 +623,10 @@ fn cursor_driven_as_cursor_drives_it() {
     let (v, _) = run_registered(&w, &cmd("stop"), &env, &stop("completed", 0));
     only_keys(&v, &["followup_message"], "cursor");
     let m = v["followup_message"].as_str().unwrap();
-    assert!(m.contains("check \"pytest\"") && m.contains("exit_code expected 0 but observed 1"), "{m}");
+    assert!(
+        m.contains("check \"pytest\"") && m.contains("exit_code expected 0 but observed 1"),
+        "{m}"
+    );
     // A loop the user aborted (or that failed) claims nothing: no follow-up restarts it.
     let (v, err) = run_registered(&w, &cmd("stop"), &env, &stop("aborted", 1));
     assert_eq!(v, json!({}), "{err}");
@@ -629,13 +641,22 @@ fn cursor_driven_as_cursor_drives_it() {
     let mut sub = common("subagentStop");
     sub["status"] = json!("completed");
     let (v, _) = run_registered(&w, &cmd("subagentStop"), &env, &sub);
-    assert!(v["followup_message"].as_str().unwrap().contains("pytest"), "{v}");
+    assert!(
+        v["followup_message"].as_str().unwrap().contains("pytest"),
+        "{v}"
+    );
     // An internal error (the workspace is no repository) refuses, never a crash.
     let mut e = stop("completed", 0);
     e["workspace_roots"] = json!([w.state.parent().unwrap()]);
     let (v, _) = run_registered(&w, &cmd("stop"), &env, &e);
     only_keys(&v, &["followup_message"], "cursor");
-    assert!(v["followup_message"].as_str().unwrap().contains("could not check this stop"), "{v}");
+    assert!(
+        v["followup_message"]
+            .as_str()
+            .unwrap()
+            .contains("could not check this stop"),
+        "{v}"
+    );
 }
 
 /// The keys of Gemini CLI's HookOutput (packages/core/src/hooks/types.ts; the hooks
@@ -703,19 +724,31 @@ fn gemini_driven_as_gemini_cli_drives_it() {
     only_keys(&v, GEMINI_OUTPUT, "gemini");
     assert_eq!(v["decision"], "deny", "{v}");
     let r = v["reason"].as_str().unwrap();
-    assert!(r.contains("check \"pytest\"") && r.contains("exit_code expected 0 but observed 1"), "{r}");
+    assert!(
+        r.contains("check \"pytest\"") && r.contains("exit_code expected 0 but observed 1"),
+        "{r}"
+    );
     // The retry turn (stop_hook_active) with the fix: allowed, the user told.
     std::fs::write(w.repo.join("calc.py"), FIXED).unwrap();
     let (v, _) = run_registered(&w, &cmd("AfterAgent"), &env, &after(true));
     only_keys(&v, GEMINI_OUTPUT, "gemini");
     assert_eq!(v["decision"], "allow", "{v}");
-    assert!(v["systemMessage"].as_str().unwrap().contains("verified"), "{v}");
+    assert!(
+        v["systemMessage"].as_str().unwrap().contains("verified"),
+        "{v}"
+    );
     // An internal error refuses, never a crash.
     let mut e = after(false);
     e["cwd"] = json!(w.state.parent().unwrap());
     let (v, _) = run_registered(&w, &cmd("AfterAgent"), &env, &e);
     assert_eq!(v["decision"], "deny", "{v}");
-    assert!(v["reason"].as_str().unwrap().contains("could not check this stop"), "{v}");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("could not check this stop"),
+        "{v}"
+    );
 }
 
 /// GitHub Copilot CLI, as its CLI hooks reference describes it: camelCase events
@@ -731,7 +764,12 @@ fn copilot_driven_as_copilot_cli_drives_it() {
     let w = world(&allow_no_change());
     let settings = init_committed(&w, "copilot");
     assert_eq!(settings["version"], 1);
-    let cmd = |ev: &str| settings["hooks"][ev][0]["bash"].as_str().unwrap().to_string();
+    let cmd = |ev: &str| {
+        settings["hooks"][ev][0]["bash"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
     for ev in ["sessionStart", "agentStop", "subagentStop"] {
         assert!(cmd(ev).contains(&format!("--event {ev} ")), "{}", cmd(ev));
     }
@@ -759,7 +797,10 @@ fn copilot_driven_as_copilot_cli_drives_it() {
     only_keys(&v, &["decision", "reason"], "copilot");
     assert_eq!(v["decision"], "block", "{v}");
     let r = v["reason"].as_str().unwrap();
-    assert!(r.contains("check \"pytest\"") && r.contains("exit_code expected 0 but observed 1"), "{r}");
+    assert!(
+        r.contains("check \"pytest\"") && r.contains("exit_code expected 0 but observed 1"),
+        "{r}"
+    );
     let mut sub = stop.clone();
     sub["agentName"] = json!("explore");
     let (v, _) = run_registered(&w, &cmd("subagentStop"), &env, &sub);
@@ -769,7 +810,13 @@ fn copilot_driven_as_copilot_cli_drives_it() {
     let bare = cmd("agentStop").replace(" --event agentStop", "");
     let (v, _) = run_registered(&w, &bare, &env, &stop);
     assert_eq!(v["decision"], "block", "{v}");
-    assert!(v["reason"].as_str().unwrap().contains("evident init copilot"), "{v}");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("evident init copilot"),
+        "{v}"
+    );
     // The fix: allowed.
     std::fs::write(w.repo.join("calc.py"), FIXED).unwrap();
     let (v, err) = run_registered(&w, &cmd("agentStop"), &env, &stop);
@@ -781,7 +828,13 @@ fn copilot_driven_as_copilot_cli_drives_it() {
     e["cwd"] = json!(w.state.parent().unwrap());
     let (v, _) = run_registered(&w, &cmd("agentStop"), &env, &e);
     assert_eq!(v["decision"], "block", "{v}");
-    assert!(v["reason"].as_str().unwrap().contains("could not check this stop"), "{v}");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("could not check this stop"),
+        "{v}"
+    );
 }
 
 /// The JSON Schema keywords the vendored Gemini settings schema uses: type,
@@ -798,8 +851,17 @@ fn schema_errors(schema: &Value, root: &Value, v: &Value, at: &str, errs: &mut V
     for k in schema.as_object().unwrap().keys() {
         assert!(
             [
-                "type", "properties", "additionalProperties", "items", "$ref", "title",
-                "description", "default", "$comment", "$schema"
+                "type",
+                "properties",
+                "additionalProperties",
+                "items",
+                "$ref",
+                "title",
+                "description",
+                "default",
+                "$comment",
+                "$schema",
+                "$defs"
             ]
             .contains(&k.as_str()),
             "schema keyword {k} not handled by this validator"
@@ -825,8 +887,12 @@ fn schema_errors(schema: &Value, root: &Value, v: &Value, at: &str, errs: &mut V
             match props.and_then(|p| p.get(k)) {
                 Some(s) => schema_errors(s, root, x, &format!("{at}/{k}"), errs),
                 None => match schema.get("additionalProperties") {
-                    Some(Value::Bool(false)) => errs.push(format!("{at}: property {k} not allowed")),
-                    Some(s @ Value::Object(_)) => schema_errors(s, root, x, &format!("{at}/{k}"), errs),
+                    Some(Value::Bool(false)) => {
+                        errs.push(format!("{at}: property {k} not allowed"))
+                    }
+                    Some(s @ Value::Object(_)) => {
+                        schema_errors(s, root, x, &format!("{at}/{k}"), errs)
+                    }
                     _ => {}
                 },
             }
@@ -870,15 +936,32 @@ fn init_cursor_gemini_and_copilot_merge_into_existing_hooks_idempotently() {
     std::fs::write(repo.join(".cursor/hooks.json"), cursor.to_string()).unwrap();
     let (_, c) = init_twice("cursor", repo, ".cursor/hooks.json");
     assert_eq!(c["version"], 1);
-    assert_eq!(c["hooks"]["afterFileEdit"], cursor["hooks"]["afterFileEdit"]);
+    assert_eq!(
+        c["hooks"]["afterFileEdit"],
+        cursor["hooks"]["afterFileEdit"]
+    );
     let stop = c["hooks"]["stop"].as_array().unwrap();
     assert_eq!(stop.len(), 2, "{c}");
     assert_eq!(stop[0]["command"], "./hooks/audit.sh");
     let ours = stop[1]["command"].as_str().unwrap();
-    assert!(ours.starts_with('/') && !ours.starts_with("/old") && ours.ends_with(" hook cursor --timeout 540"), "{ours}");
-    assert!(stop[1]["timeout"].as_u64().unwrap() > 540, "seconds, above the gate's deadline");
+    assert!(
+        ours.starts_with('/')
+            && !ours.starts_with("/old")
+            && ours.ends_with(" hook cursor --timeout 540"),
+        "{ours}"
+    );
+    assert!(
+        stop[1]["timeout"].as_u64().unwrap() > 540,
+        "seconds, above the gate's deadline"
+    );
     for ev in ["sessionStart", "subagentStop"] {
-        assert!(c["hooks"][ev][0]["command"].as_str().unwrap().contains("hook cursor"), "{c}");
+        assert!(
+            c["hooks"][ev][0]["command"]
+                .as_str()
+                .unwrap()
+                .contains("hook cursor"),
+            "{c}"
+        );
     }
     // Gemini CLI: other settings and hooks kept, matcher groups left whole; the file
     // is valid against Gemini CLI's published settings schema.
@@ -891,7 +974,11 @@ fn init_cursor_gemini_and_copilot_merge_into_existing_hooks_idempotently() {
     std::fs::write(repo.join(".gemini/settings.json"), gemini.to_string()).unwrap();
     let (_, g) = init_twice("gemini", repo, ".gemini/settings.json");
     let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agents/gemini-settings.schema.json")).unwrap(),
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/agents/gemini-settings.schema.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     let mut errs = Vec::new();
@@ -909,25 +996,52 @@ fn init_cursor_gemini_and_copilot_merge_into_existing_hooks_idempotently() {
     let after = g["hooks"]["AfterAgent"].as_array().unwrap();
     assert_eq!(after.len(), 2, "{g}");
     let ours = &after[0]["hooks"][0];
-    assert!(ours["command"].as_str().unwrap().ends_with(" hook gemini --timeout 540"), "{g}");
-    assert!(ours["timeout"].as_u64().unwrap() > 540 * 1000, "milliseconds: {g}");
-    assert_eq!(after[1]["hooks"], json!([{"type": "command", "command": "./log.sh", "timeout": 5000}]));
-    assert!(g["hooks"]["SessionStart"][0]["hooks"][0]["command"].as_str().unwrap().contains("hook gemini"));
+    assert!(
+        ours["command"]
+            .as_str()
+            .unwrap()
+            .ends_with(" hook gemini --timeout 540"),
+        "{g}"
+    );
+    assert!(
+        ours["timeout"].as_u64().unwrap() > 540 * 1000,
+        "milliseconds: {g}"
+    );
+    assert_eq!(
+        after[1]["hooks"],
+        json!([{"type": "command", "command": "./log.sh", "timeout": 5000}])
+    );
+    assert!(
+        g["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .contains("hook gemini")
+    );
     // Copilot CLI: its own file in .github/hooks/, with bash commands and timeoutSec;
     // another hooks file there is left alone.
     std::fs::create_dir_all(repo.join(".github/hooks")).unwrap();
-    let other = json!({"version": 1, "hooks": {"agentStop": [{"type": "command", "bash": "./notify.sh"}]}});
+    let other =
+        json!({"version": 1, "hooks": {"agentStop": [{"type": "command", "bash": "./notify.sh"}]}});
     std::fs::write(repo.join(".github/hooks/team.json"), other.to_string()).unwrap();
     let (_, p) = init_twice("copilot", repo, ".github/hooks/evident.json");
     assert_eq!(
-        serde_json::from_str::<Value>(&std::fs::read_to_string(repo.join(".github/hooks/team.json")).unwrap()).unwrap(),
+        serde_json::from_str::<Value>(
+            &std::fs::read_to_string(repo.join(".github/hooks/team.json")).unwrap()
+        )
+        .unwrap(),
         other
     );
     assert_eq!(p["version"], 1);
     for ev in ["sessionStart", "agentStop", "subagentStop"] {
         let e = &p["hooks"][ev][0];
         assert_eq!(e["type"], "command", "{p}");
-        assert!(e["bash"].as_str().unwrap().ends_with(&format!(" hook copilot --event {ev} --timeout 540")), "{p}");
+        assert!(
+            e["bash"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!(" hook copilot --event {ev} --timeout 540")),
+            "{p}"
+        );
         assert!(e["timeoutSec"].as_u64().unwrap() > 540, "{p}");
     }
 }

@@ -302,7 +302,10 @@ mod tests {
                 let v: Value = serde_json::from_str(&out).unwrap();
                 assert!(v.is_object(), "{agent:?} {a:?}: {out}");
                 if let Answer::Refuse { .. } = a {
-                    assert!(out.contains("\"r\""), "{agent:?}: the reason is sent: {out}");
+                    assert!(
+                        out.contains("\"r\""),
+                        "{agent:?}: the reason is sent: {out}"
+                    );
                 }
             }
         }
@@ -327,11 +330,14 @@ mod tests {
         assert_eq!(stop(Agent::Cursor, "AfterAgent"), None);
         assert_eq!(stop(Agent::Copilot, "Stop"), Some(Kind::Stop));
         // Copilot's camelCase payload names no event: --event does, and must agree.
-        let camel = json!({"sessionId": "s", "cwd": "/r", "timestamp": 1, "stopReason": "end_turn"}).to_string();
+        let camel =
+            json!({"sessionId": "s", "cwd": "/r", "timestamp": 1, "stopReason": "end_turn"})
+                .to_string();
         let e = parse_event(Agent::Copilot, camel.as_bytes(), Some("agentStop")).unwrap();
         assert_eq!((e.kind, e.session_id.as_str()), (Some(Kind::Stop), "s"));
         assert!(parse_event(Agent::Copilot, camel.as_bytes(), None).is_err());
-        let named = json!({"session_id": "s", "cwd": "/r", "hook_event_name": "SessionStart"}).to_string();
+        let named =
+            json!({"session_id": "s", "cwd": "/r", "hook_event_name": "SessionStart"}).to_string();
         assert!(parse_event(Agent::Copilot, named.as_bytes(), Some("agentStop")).is_err());
         // Cursor keys the session by conversation_id.
         let e = parse_event(
@@ -340,6 +346,9 @@ mod tests {
             None,
         )
         .unwrap();
-        assert_eq!((e.session_id.as_str(), e.cwd.as_deref(), e.status.as_deref()), ("c", Some("/w"), Some("aborted")));
+        assert_eq!(
+            (e.session_id.as_str(), e.cwd.as_deref(), e.status.as_deref()),
+            ("c", Some("/w"), Some("aborted"))
+        );
     }
 }
