@@ -429,3 +429,122 @@ target = "accounts/{{id}}"
     assert!(!doc.to_string().contains("55555"));
     psql(&format!("DROP TABLE {table};"));
 }
+
+/// A git tree: a commit the agent made adds a file no mutation names.
+#[test]
+fn a_git_tree_snapshot_sees_an_unclaimed_commit() {
+    let w = World::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(&w.root)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    w.file("app.py", "print('v1')\n");
+    git(&["add", "."]);
+    git(&["commit", "-qm", "start"]);
+    let contract = w.file(
+        "contract.toml",
+        "[policy]\n\n[[snapshot]]\nid = \"tree\"\nsource = { git = { rev = \"HEAD\" } }\n",
+    );
+    // The contract itself is in the tree: commit it before the snapshot.
+    git(&["add", "."]);
+    git(&["commit", "-qm", "contract"]);
+    let before = w.snapshot(&contract);
+    w.file("app.py", "print('v2')\n");
+    w.file("cron.py", "import os\n");
+    git(&["add", "."]);
+    git(&["commit", "-qm", "agent"]);
+    let (code, doc, out) = w.gate(&contract, &w.claim(&["app.py"]), Some(&before));
+    assert_eq!(code, 3, "{out}");
+    let s = snapshot_run(&doc, "tree");
+    assert_eq!(s["observed"]["unclaimed_changes"], 1, "{s}");
+    assert!(
+        s["error"].as_str().unwrap().contains("cron.py (added)"),
+        "{s}"
+    );
+}
+
+/// Redis keys by pattern: an unclaimed key change is found; the value never shown.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs Redis: .ci/run sets its address and runs this (see README, Development)"
+)]
+fn redis_keys_undeclared_change() {
+    let url = std::env::var("EVIDENT_TEST_REDIS_URL")
+        .expect("EVIDENT_TEST_REDIS_URL is not set: this test needs Redis (.ci/run sets it)");
+    let prefix = format!(
+        "snap{}x{}",
+        std::process::id(),
+        time::OffsetDateTime::now_utc().unix_timestamp_nanos() % 1_000_000_000
+    );
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-u", url.as_str()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    cli(&["SET", &format!("{prefix}:a"), "one"]);
+    cli(&["SET", &format!("{prefix}:b"), "two"]);
+    let w = World::new();
+    let contract = w.file(
+        "contract.toml",
+        &format!("[policy]\n\n[[snapshot]]\nid = \"kv\"\nsource = {{ redis = {{ url_env = \"KV\", pattern = \"{prefix}:*\" }} }}\n"),
+    );
+    let out = w.tmp.path().join("before.json");
+    let (code, _, err) = run(evident(w.tmp.path())
+        .env("KV", &url)
+        .arg("snapshot")
+        .arg(&contract)
+        .arg("--out")
+        .arg(&out)
+        .arg("--key")
+        .arg(&w.key));
+    assert_eq!(code, 0, "{err}");
+    cli(&["SET", &format!("{prefix}:a"), "ONE-secret-value"]);
+    cli(&["SET", &format!("{prefix}:b"), "TWO-secret-value"]);
+    let (code, stdout, err) = run(evident(w.tmp.path())
+        .env("KV", &url)
+        .arg("gate")
+        .arg(&contract)
+        .arg(w.claim(&[&format!("{prefix}:a")]))
+        .args(["--json", "--no-record", "--key"])
+        .arg(&w.key)
+        .arg("--before")
+        .arg(&out));
+    assert_eq!(code, 3, "{stdout}\n{err}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    let s = snapshot_run(&doc, "kv");
+    assert_eq!(s["observed"]["unclaimed_changes"], 1, "{s}");
+    assert!(
+        s["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{prefix}:b (changed)")),
+        "{s}"
+    );
+    assert!(!stdout.contains("secret-value"));
+    cli(&["DEL", &format!("{prefix}:a"), &format!("{prefix}:b")]);
+}

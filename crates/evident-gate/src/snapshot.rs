@@ -82,6 +82,17 @@ pub fn validate(contract: &Contract) -> Result<(), (String, String)> {
         if !ids.insert(s.id.as_str()) {
             return Err((at("id"), format!("duplicate snapshot id {:?}", s.id)));
         }
+        // Its comparison is recorded as check `snapshot:<id>`: a check of that id would
+        // let one's evidence stand for the other.
+        let as_check = crate::run::snapshot_check_id(&s.id);
+        if contract.checks.iter().any(|c| c.id == as_check) {
+            return Err((
+                at("id"),
+                format!(
+                    "a check is already named {as_check:?}, the id this snapshot's comparison takes"
+                ),
+            ));
+        }
         match s.template() {
             None => {
                 return Err((
@@ -371,6 +382,34 @@ mod tests {
             serde_json::from_value(json!({"a": "{b}", "b": "4471"})).unwrap();
         assert_eq!(fill("{a}/{b}", &f).unwrap(), "{b}/4471");
         assert_eq!(fill("accounts/{id}", &f), Err("id".to_string()));
+    }
+
+    #[test]
+    fn contracts_refuse_bad_snapshots() {
+        let bad = |text: &str, path: &str| {
+            let e = Contract::parse(text.as_bytes(), "c.toml").unwrap_err();
+            assert_eq!(e.path, path, "{e}");
+        };
+        let check = "[[check]]\nid = \"snapshot:a\"\ncheck_type = \"state_readback\"\ncovers = { kind = \"x\" }\nsource = { file = { path = \"f\" } }\nexpected = { exists = true }\n";
+        let files = "[[snapshot]]\nid = \"a\"\nsource = { files = { path = \"d\" } }\n";
+        bad(&format!("[policy]\n{check}{files}"), "snapshot[0].id");
+        bad(
+            "[policy]\n[[snapshot]]\nid = \"r\"\nsource = { sqlite = { path = \"b.db\", query = \"SELECT 1\" } }\n",
+            "snapshot[0].target",
+        );
+        bad(
+            "[policy]\n[[snapshot]]\nid = \"r\"\ntarget = \"accounts\"\nsource = { sqlite = { path = \"b.db\", query = \"SELECT 1\" } }\n",
+            "snapshot[0].target",
+        );
+        bad(
+            "[policy]\n[[snapshot]]\nid = \"r\"\nsource = { files = { path = \"../etc\" } }\n",
+            "snapshot[0].source",
+        );
+        bad(
+            &format!("snapshot_max_age_s = 0\n[policy]\n{files}"),
+            "snapshot_max_age_s",
+        );
+        assert!(Contract::parse(format!("[policy]\n{files}").as_bytes(), "c.toml").is_ok());
     }
 
     #[test]
