@@ -136,7 +136,7 @@ fn page(
         // A page that shows the cookie it was sent.
         "/orders/echo" if cookie_ok => html(format!("<div id=\"status\">session {SESSION}</div>")),
         "/orders/spin" => html(
-            "<div id=\"status\">Paid</div><script>window.addEventListener('load', () => setTimeout(() => { for (;;) {} }, 0));</script>".into(),
+            "<div id=\"status\">Paid</div><script>window.addEventListener('load', () => { for (;;) {} });</script>".into(),
         ),
         "/orders/hidden" => html(LATE_STATUS.replace("STATE", "paid").replace(
             "document.body.appendChild(d);",
@@ -470,8 +470,9 @@ async fn redirects_are_refused_unless_followed_and_never_leave_the_origin() {
     );
 }
 
-/// The attack: a page whose script spins forever once the status is shown, so the
-/// gate's read of it never returns. The run ends at the time limit, unverified, and
+/// The attack: a page whose script spins forever from its load event (the same task
+/// that completes the document, so no read gets in before it), so the gate's read of
+/// it never returns. The run ends at the time limit, unverified, and
 /// the browser is killed and reaped (checked by `gate`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
