@@ -489,6 +489,8 @@ async fn a_page_that_hangs_its_main_thread_is_unverified_in_time() {
     )
     .await;
     assert_eq!(o.verdict.state, State::Unverified, "{}", o.verdict.reason);
+    let err = o.runs[0].error.clone().unwrap_or_default();
+    assert!(err.contains("did not appear"), "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "{:?}",

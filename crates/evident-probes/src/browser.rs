@@ -710,11 +710,17 @@ async fn drive(
                     "Runtime.evaluate",
                     json!({ "expression": expr, "contextId": ctx, "returnByValue": true }),
                 )
-                .await?;
-                if r.get("exceptionDetails").is_some() {
-                    None
-                } else {
-                    r.pointer("/result/value").cloned().filter(|v| !v.is_null())
+                .await;
+                match r {
+                    Ok(r) if r.get("exceptionDetails").is_none() => {
+                        r.pointer("/result/value").cloned().filter(|v| !v.is_null())
+                    }
+                    Ok(_) => None,
+                    // The page kept its thread busy past the deadline.
+                    Err(_) if Instant::now() >= deadline => {
+                        return Err(not_found(spec, rules.seen().status, limit_ms, true));
+                    }
+                    Err(e) => return Err(e),
                 }
             }
         };
@@ -729,16 +735,25 @@ async fn drive(
             return Ok(observed(&v, seen.status, &seen.blocked));
         }
         if Instant::now() + POLL >= deadline {
-            let status = rules.seen().status;
-            return Err(ProbeError::Http {
-                reason: format!(
-                    "selector {:?} did not appear on the loaded page (HTTP {}) within the time limit of {limit_ms} ms",
-                    spec.selector,
-                    status.map_or("status unknown".to_string(), |s| s.to_string())
-                ),
-            });
+            return Err(not_found(spec, rules.seen().status, limit_ms, false));
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The selector was not seen in time; `busy`: the page stopped answering the read.
+fn not_found(spec: &BrowserSpec, status: Option<u16>, limit_ms: u64, busy: bool) -> ProbeError {
+    ProbeError::Http {
+        reason: format!(
+            "selector {:?} did not appear on the loaded page (HTTP {}) within the time limit of {limit_ms} ms{}",
+            spec.selector,
+            status.map_or("status unknown".to_string(), |s| s.to_string()),
+            if busy {
+                " (the page's scripts kept it from answering)"
+            } else {
+                ""
+            }
+        ),
     }
 }
 
