@@ -8,10 +8,29 @@ use std::sync::mpsc;
 
 use crate::{Error, ErrorKind, Ledger, NewEntry, Record, Result, sign::Key};
 
+/// Where a job's record goes: a blocked thread, or an awaiting task.
+enum Reply {
+    Blocking(mpsc::SyncSender<Result<Record>>),
+    Async(tokio::sync::oneshot::Sender<Result<Record>>),
+}
+
+impl Reply {
+    fn send(self, r: Result<Record>) {
+        match self {
+            Reply::Blocking(tx) => {
+                let _ = tx.send(r);
+            }
+            Reply::Async(tx) => {
+                let _ = tx.send(r);
+            }
+        }
+    }
+}
+
 struct Job {
     entry: NewEntry,
     key: Option<Key>,
-    reply: mpsc::SyncSender<Result<Record>>,
+    reply: Reply,
 }
 
 /// A handle to the writer thread (cheap to clone). The thread ends when the last
@@ -57,19 +76,35 @@ impl Appender {
     /// Appends one decision (signed with `key` when given) and waits for its record.
     pub fn append(&self, entry: NewEntry, key: Option<&Key>) -> Result<Record> {
         let (reply, answer) = mpsc::sync_channel(1);
-        let gone = || Error {
-            kind: ErrorKind::Store,
-            location: self.location.clone(),
-            message: "the ledger writer has stopped".into(),
-        };
         self.tx
             .send(Job {
                 entry,
                 key: key.cloned(),
-                reply,
+                reply: Reply::Blocking(reply),
             })
-            .map_err(|_| gone())?;
-        answer.recv().map_err(|_| gone())?
+            .map_err(|_| self.gone())?;
+        answer.recv().map_err(|_| self.gone())?
+    }
+
+    /// [`Appender::append`] for async code: the task waits, no thread blocks.
+    pub async fn append_async(&self, entry: NewEntry, key: Option<&Key>) -> Result<Record> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.tx
+            .send(Job {
+                entry,
+                key: key.cloned(),
+                reply: Reply::Async(reply),
+            })
+            .map_err(|_| self.gone())?;
+        answer.await.map_err(|_| self.gone())?
+    }
+
+    fn gone(&self) -> Error {
+        Error {
+            kind: ErrorKind::Store,
+            location: self.location.clone(),
+            message: "the ledger writer has stopped".into(),
+        }
     }
 
     /// The ledger's location, with any password hidden.
@@ -87,12 +122,12 @@ fn commit(ledger: &Ledger, jobs: Vec<Job>) {
     match ledger.append_batch(entries) {
         Ok(records) if records.len() == n => {
             for (reply, record) in replies.into_iter().zip(records) {
-                let _ = reply.send(Ok(record));
+                reply.send(Ok(record));
             }
         }
         Ok(_) => {
             for reply in replies {
-                let _ = reply.send(Err(Error {
+                reply.send(Err(Error {
                     kind: ErrorKind::Store,
                     location: ledger.location().to_string(),
                     message: "the batch append returned the wrong number of records".into(),
@@ -102,7 +137,7 @@ fn commit(ledger: &Ledger, jobs: Vec<Job>) {
         // The transaction rolled back: none of the batch was recorded.
         Err(e) => {
             for reply in replies {
-                let _ = reply.send(Err(e.clone()));
+                reply.send(Err(e.clone()));
             }
         }
     }

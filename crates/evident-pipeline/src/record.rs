@@ -56,6 +56,22 @@ pub struct Recorded {
     pub claim_digest: String,
 }
 
+impl Recorded {
+    /// What a decision appended as `record` in the ledger at `location` is recorded as.
+    pub fn of(record: &evident_ledger::Record, location: &str, key: Option<&Key>) -> Recorded {
+        Recorded {
+            id: record.id,
+            hash: record.hash.clone(),
+            location: location.to_string(),
+            signed_by: key.map(|k| k.id().to_string()),
+            time: record.time.clone(),
+            prev_hash: record.prev_hash.clone(),
+            contract_digest: record.contract_digest.clone(),
+            claim_digest: record.claim_digest.clone(),
+        }
+    }
+}
+
 /// The record's `origin`: the surface's word, the contract's name and what an
 /// unverified verdict does (so a reader of the ledger can tell a blocked decision from
 /// one let through).
@@ -111,25 +127,7 @@ impl Recording {
         if self.checkpoint.is_some() && key.is_none() {
             return Err(RecordError::CheckpointWithoutKey);
         }
-        let mut claim = decision.document.clone();
-        if let Some(obj) = claim.as_object_mut() {
-            obj.remove("verdict");
-        }
-        let task_id = claim
-            .pointer("/task/id")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let verdict = serde_json::to_value(&decision.verdict)
-            .map_err(|e| RecordError::Ledger(e.to_string()))?;
-        let entry = evident_ledger::NewEntry {
-            kind: decision.kind.as_str().to_string(),
-            task_id,
-            state: decision.verdict.state.as_str().to_string(),
-            claim,
-            contract: decision.contract.as_ref().map(|(_, c)| c.clone()),
-            verdict,
-            origin: self.origin.as_ref().map(|o| origin_value(o, decision)),
-        };
+        let entry = self.entry(decision)?;
         let opened;
         let (record, location) = match &self.appender {
             Some(a) => (a.append(entry, key), a.location()),
@@ -145,16 +143,33 @@ impl Recording {
             evident_ledger::attest::append_checkpoint(path, &cp)
                 .map_err(|e| RecordError::Ledger(e.to_string()))?;
         }
-        Ok(Some(Recorded {
-            id: record.id,
-            hash: record.hash.clone(),
-            location: location.to_string(),
-            signed_by: key.map(|k| k.id().to_string()),
-            time: record.time.clone(),
-            prev_hash: record.prev_hash.clone(),
-            contract_digest: record.contract_digest.clone(),
-            claim_digest: record.claim_digest.clone(),
-        }))
+        Ok(Some(Recorded::of(&record, location, key)))
+    }
+
+    /// The ledger entry for a decision (the decided document without its verdict, the
+    /// verdict, the contract, this recording's origin): what [`Recording::record`]
+    /// appends, for a caller that appends it itself (a server appending asynchronously
+    /// through [`evident_ledger::Appender::append_async`]).
+    pub fn entry(&self, decision: &Decision) -> Result<evident_ledger::NewEntry, RecordError> {
+        let mut claim = decision.document.clone();
+        if let Some(obj) = claim.as_object_mut() {
+            obj.remove("verdict");
+        }
+        let task_id = claim
+            .pointer("/task/id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let verdict = serde_json::to_value(&decision.verdict)
+            .map_err(|e| RecordError::Ledger(e.to_string()))?;
+        Ok(evident_ledger::NewEntry {
+            kind: decision.kind.as_str().to_string(),
+            task_id,
+            state: decision.verdict.state.as_str().to_string(),
+            claim,
+            contract: decision.contract.as_ref().map(|(_, c)| c.clone()),
+            verdict,
+            origin: self.origin.as_ref().map(|o| origin_value(o, decision)),
+        })
     }
 
     /// Warnings for a ledger, checkpoint file or signing key that lies inside `root`,
