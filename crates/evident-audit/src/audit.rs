@@ -5,7 +5,7 @@
 
 use crate::input::{Claim, ClaimKind, Claims, Ledger, Runner, SpanClaim};
 use crate::process::{self, Ran, Row, Spec};
-use crate::spans::{self, Counts};
+use crate::spans::{self, Summary};
 use crate::{AuditError, codes};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -116,7 +116,8 @@ pub struct SpanResult {
     pub span_ran: bool,
     pub passed: bool,
     pub returncode: Option<i32>,
-    pub counts: Counts,
+    /// The shared summary parser's counts and whether a summary was read.
+    pub counts: Summary,
     pub stdout_sha256: String,
     pub stderr_sha256: String,
     pub body_in_receipt: bool,
@@ -217,16 +218,24 @@ impl Workspace<'_> {
         }
     }
 
-    /// Runs git hardened as the gate's git probe runs it (`evident_probes::git`): no
-    /// system or user config, no inherited `GIT_*` variables, every program-naming key
-    /// of the repository's config blanked. The row lists only `args`.
+    /// Runs git hardened as the gate's git probe runs it (`evident_probes::git`: no
+    /// system or user config, no inherited `GIT_*` variables, `GIT_NO_REPLACE_OBJECTS`,
+    /// every program-naming key overridden, the repository's own ones blanked by
+    /// `neutralise`) through the shared command runner. The row lists only `args`.
     fn git(&mut self, role: &str, cwd: &Path, args: &[&str], body: bool) -> Ran {
         let path = std::env::var("PATH").ok();
-        let mut cmd = evident_probes::git::std_command(Path::new("git"), cwd, path.as_deref());
-        cmd.args(&self.git_args).args(args);
-        let mut shown = vec!["git".to_string()];
-        shown.extend(args.iter().map(|s| s.to_string()));
-        let ran = process::run_command(role, cmd, shown, self.opts.git_timeout);
+        let mut argv = evident_probes::git::global_args();
+        argv.extend(self.git_args.iter().cloned());
+        argv.extend(args.iter().map(|s| s.to_string()));
+        let ran = process::run(Spec {
+            role,
+            program: "git",
+            args: argv,
+            shown: Some(args.iter().map(|s| s.to_string()).collect()),
+            cwd,
+            env: evident_probes::git::env(path.as_deref()),
+            timeout: self.opts.git_timeout,
+        });
         self.keep(&ran, body);
         ran
     }
@@ -739,6 +748,10 @@ fn check_commit(ws: &mut Workspace, commit_ref: &str, r: &mut ClaimResult) {
     }
 }
 
+/// Removed from the test runners' environment: they could turn a run into
+/// `--collect-only` or load a plugin that rewrites the outcome.
+const RUNNER_ENV_REMOVED: &[&str] = &["PYTEST_ADDOPTS", "PYTEST_PLUGINS"];
+
 fn select_python(ws: &mut Workspace, cwd: &Path) -> Option<String> {
     if let Some(p) = &ws.python {
         return p.clone();
@@ -753,9 +766,9 @@ fn select_python(ws: &mut Workspace, cwd: &Path) -> Option<String> {
             role: "pytest_probe",
             program: &py,
             args: vec!["-m".into(), "pytest".into(), "--version".into()],
+            shown: None,
             cwd,
-            env: vec![("PYTHONDONTWRITEBYTECODE", "1".into())],
-            env_remove: &["PYTEST_ADDOPTS", "PYTEST_PLUGINS"],
+            env: process::inherited_env(RUNNER_ENV_REMOVED, &[("PYTHONDONTWRITEBYTECODE", "1".into())]),
             timeout: ws.opts.git_timeout,
         });
         ws.keep(&ran, true);
@@ -804,7 +817,7 @@ fn check_span(ws: &mut Workspace, claim_id: &str, span: &SpanClaim, r: &mut Clai
         span_ran: false,
         passed: false,
         returncode: None,
-        counts: Counts::default(),
+        counts: Summary::default(),
         stdout_sha256: process::sha256_hex(b""),
         stderr_sha256: process::sha256_hex(b""),
         body_in_receipt: false,
@@ -838,15 +851,19 @@ fn check_span(ws: &mut Workspace, claim_id: &str, span: &SpanClaim, r: &mut Clai
             Runner::Go => vec![],
         };
         let role = span.runner.claim_type();
+        // Anything the span starts that leaves its process group (setsid) is adopted
+        // and killed after it, as the gate does: no daemon of the test outlives it.
+        evident_probes::reaper::adopt_orphans();
         let ran = process::run(Spec {
             role,
             program: &program,
             args: spans::argv(span),
+            shown: None,
             cwd: &cwd,
-            env,
-            env_remove: &["PYTEST_ADDOPTS", "PYTEST_PLUGINS"],
+            env: process::inherited_env(RUNNER_ENV_REMOVED, &env),
             timeout: ws.opts.test_timeout,
         });
+        evident_probes::reaper::kill_escaped();
         ws.keep(&ran, true);
         result.program = ran.row.args[0].clone();
         result.returncode = ran.row.returncode;
@@ -871,7 +888,7 @@ fn check_span(ws: &mut Workspace, claim_id: &str, span: &SpanClaim, r: &mut Clai
             r.span = Some(result);
             return;
         }
-        result.counts = spans::parse(span.runner, &ran.stdout_text());
+        result.counts = spans::summary(span.runner, &ran.parser);
         let (ran_, passed) = spans::judge(span.runner, ran.row.returncode, &result.counts);
         result.span_ran = ran_;
         result.passed = passed;
@@ -926,9 +943,9 @@ fn check_span(ws: &mut Workspace, claim_id: &str, span: &SpanClaim, r: &mut Clai
         "exit_code": result.returncode,
         "ran": result.span_ran,
         "passed": result.passed,
-        "tests_passed": result.counts.passed,
-        "tests_failed": result.counts.failed,
-        "tests_skipped": result.counts.skipped,
+        "tests_passed": result.counts.counts.passed,
+        "tests_failed": result.counts.counts.failed,
+        "tests_skipped": result.counts.counts.skipped,
     });
     if !result.counts.summary_read {
         observed["summary_read"] = json!(false);
@@ -994,22 +1011,68 @@ pub fn mutate(
 }
 
 impl Audit {
-    /// The verdict on the real claims (seed 000's words): a contradiction refutes,
-    /// anything not observed or not admitted leaves the claims unverified.
+    /// The verdict on the real claims (seed 000's words). When the claims name a commit
+    /// or a ledger item (the emitted Completion Claim has mutations), it is
+    /// `evident_rules::decide` on that document (see [`crate::emit::decide`]): the
+    /// verdict `evident verify` gives it, by construction. Claims of test spans only
+    /// have no mutation, which the rules can never verify or refute (evidence that
+    /// covers no mutation speaks for none), so there the audit's own rule decides: a
+    /// contradiction refutes, every claim verified verifies (docs/audit.md, "The
+    /// audit's verdict"). A refused document, and an audit that stopped before
+    /// observing, are unverified.
     pub fn verdict(&self) -> Verdict {
-        if self.blocked.is_some() {
-            return Verdict::Unverified;
+        self.decision().0
+    }
+
+    /// [`Audit::verdict`] with its reason and the rules' unmet requirements.
+    pub fn decision(&self) -> (Verdict, String, Vec<String>) {
+        if let Some((code, message)) = &self.blocked {
+            return (Verdict::Unverified, format!("{code}: {message}"), Vec::new());
         }
+        let claims_a_mutation = self
+            .claims
+            .iter()
+            .any(|c| !matches!(c.kind, ClaimKind::Span(_)));
+        if !claims_a_mutation {
+            return (
+                self.span_only_verdict(),
+                "only test spans are claimed (no mutation): decided by the audit's own rule, not by evident_rules::decide".into(),
+                Vec::new(),
+            );
+        }
+        match crate::emit::decide(self) {
+            Ok(v) => {
+                let verdict = match v.state {
+                    evident_rules::State::Verified => Verdict::Verified,
+                    evident_rules::State::Refuted => Verdict::Refuted,
+                    evident_rules::State::Unverified | evident_rules::State::Partial => {
+                        Verdict::Unverified
+                    }
+                };
+                (verdict, v.reason, v.unmet)
+            }
+            Err(e) => (
+                Verdict::Unverified,
+                format!("the audit's claim document was refused: {e}"),
+                Vec::new(),
+            ),
+        }
+    }
+
+    /// Claims of test spans only: a contradiction refutes, all verified verifies,
+    /// anything else (not observed, pass unchecked) leaves them unverified.
+    fn span_only_verdict(&self) -> Verdict {
         if self
             .results
             .iter()
             .any(|r| r.status == ClaimStatus::Rejected)
         {
             Verdict::Refuted
-        } else if self
-            .results
-            .iter()
-            .all(|r| r.status == ClaimStatus::Verified)
+        } else if !self.results.is_empty()
+            && self
+                .results
+                .iter()
+                .all(|r| r.status == ClaimStatus::Verified)
         {
             Verdict::Verified
         } else {

@@ -6,7 +6,8 @@
 //! it), or `absent` when the audit could not observe. Mutations are dated at the
 //! audit's start and evidence at the moment each observation finished, so evidence
 //! is strictly later than every mutation it covers. `evident verify` on this document
-//! decides the same way as the audit's `claim_verdict`.
+//! decides the same way as the audit's `claim_verdict` when the claims name a commit or
+//! a ledger item: [`decide`] is how the audit gets it.
 
 use crate::audit::{Audit, ClaimResult, ClaimStatus};
 use crate::input::{Claim, ClaimKind, SpanClaim};
@@ -197,4 +198,24 @@ pub fn claim_document(a: &Audit) -> Value {
             "on_unverified": "block",
         },
     })
+}
+
+/// File name the claim document is read under when the audit decides it.
+const DECIDED_AS: &str = "agent_closeout_completion_claim.json";
+
+/// The audit's verdict: [`claim_document`] read back with evident-format's strict
+/// claim reader and decided by `evident_rules::decide` at the audit's finish, exactly
+/// as `evident verify --now <finished_at>` decides the emitted document — so the two
+/// agree by construction. `Err` (a document the reader refuses) leaves the claims
+/// unverified.
+pub fn decide(a: &Audit) -> Result<evident_rules::Verdict, evident_format::Error> {
+    let doc = claim_document(a);
+    let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+    let parsed = evident_format::Claim::parse(&bytes, DECIDED_AS)?;
+    let at = evident_format::Timestamp::from_instant(a.finished_at);
+    Ok(evident_rules::decide(
+        &parsed.claim,
+        &at,
+        &evident_rules::Options::default(),
+    ))
 }

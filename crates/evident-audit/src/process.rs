@@ -1,18 +1,21 @@
-//! Runs one subprocess from an argv (never a shell string) with a timeout, and keeps
-//! only metadata in the record: program basename and arguments, return code, and the
-//! SHA-256 of stdout and stderr. The output itself stays in memory for parsing and
-//! for the final no-body scan, and is never written.
+//! The audit's subprocess record on top of evident-probes' command runner
+//! ([`evident_probes::run_command`]: own process group killed whole, cleared
+//! environment, no stdin, streams hashed and parsed line by line, a capped prefix
+//! kept). This module only adds the timeout, the metadata row the records carry
+//! (program basename and arguments, return code, SHA-256 and size of each stream)
+//! and the blocking call: the output itself stays in memory for parsing and for the
+//! final no-body scan, and is never written.
 
+use evident_probes::{Finished, Launch, ProbeError, resolve_program, run_command};
+use evident_probes::summary::Parser;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::io::Read;
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Output kept in memory per stream for parsing (the digest always covers all of it).
-pub const MAX_KEPT_OUTPUT: usize = 32 * 1024 * 1024;
+/// Output kept in memory per stream for the no-body scan (the digest and the summary
+/// parser always cover all of it).
+pub const MAX_KEPT_OUTPUT: u64 = 32 * 1024 * 1024;
 
 /// What one subprocess did, metadata only.
 #[derive(Debug, Clone, Serialize)]
@@ -37,12 +40,14 @@ pub struct Row {
     pub body_in_receipt: bool,
 }
 
-/// A finished subprocess: the metadata row plus the output held in memory.
+/// A finished subprocess: the metadata row plus the output held in memory and the
+/// shared summary parser fed with stdout.
 #[derive(Debug, Clone)]
 pub struct Ran {
     pub row: Row,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    pub parser: Parser,
 }
 
 impl Ran {
@@ -57,11 +62,15 @@ impl Ran {
 /// One command to run.
 pub struct Spec<'a> {
     pub role: &'a str,
+    /// A bare name (searched on the absolute entries of `PATH`) or a path.
     pub program: &'a str,
     pub args: Vec<String>,
+    /// What the row lists after the program's basename (default: `args`), so the
+    /// hardened git options, the same on every call, stay out of the records.
+    pub shown: Option<Vec<String>>,
     pub cwd: &'a Path,
-    pub env: Vec<(&'a str, String)>,
-    pub env_remove: &'a [&'a str],
+    /// The complete environment of the child (the runner clears everything else).
+    pub env: Vec<(String, String)>,
     pub timeout: Duration,
 }
 
@@ -76,165 +85,121 @@ fn basename(program: &str) -> String {
         .unwrap_or_else(|| program.to_string())
 }
 
-fn reader<R: Read + Send + 'static>(
-    mut r: R,
-    which: u8,
-    tx: mpsc::Sender<(u8, String, u64, Vec<u8>)>,
-) {
-    std::thread::spawn(move || {
-        let mut hasher = Sha256::new();
-        let mut kept = Vec::new();
-        let mut total = 0u64;
-        let mut buf = [0u8; 64 * 1024];
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    hasher.update(&buf[..n]);
-                    total += n as u64;
-                    if kept.len() < MAX_KEPT_OUTPUT {
-                        let room = MAX_KEPT_OUTPUT - kept.len();
-                        kept.extend_from_slice(&buf[..n.min(room)]);
-                    }
-                }
-            }
-        }
-        let _ = tx.send((which, hex::encode(hasher.finalize()), total, kept));
-    });
+/// This process's environment without `remove`, then `set`: what the test runners
+/// get (the user's toolchain settings are inherited; see docs/audit.md).
+pub fn inherited_env(remove: &[&str], set: &[(&str, String)]) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| !remove.contains(&k.as_str()) && !set.iter().any(|(s, _)| s == k))
+        .collect();
+    env.extend(set.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    env
+}
+
+/// `program` as the runner starts it: a relative path is taken from this process's
+/// working directory (not the span's), a bare name from the absolute `PATH` entries.
+fn program_path(program: &str, cwd: &Path) -> Result<PathBuf, ProbeError> {
+    let path_var = std::env::var("PATH").ok();
+    let p = Path::new(program);
+    if program.contains('/') && p.is_relative() {
+        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let abs = here.join(p);
+        return resolve_program(&abs.to_string_lossy(), cwd, path_var.as_deref());
+    }
+    resolve_program(program, cwd, path_var.as_deref())
+}
+
+/// Runs `fut` to completion on a runtime of its own; on a thread of its own when the
+/// caller is already inside a tokio runtime (a runtime cannot block inside another).
+fn block_on<T: Send>(fut: impl std::future::Future<Output = T> + Send) -> Option<T> {
+    let go = move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()
+            .map(|rt| rt.block_on(fut))
+    };
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| s.spawn(go).join().ok().flatten())
+    } else {
+        go()
+    }
 }
 
 /// Runs the command; never panics. A program that cannot start, a signal and a
-/// timeout are all reported in the row (no exit code), never as success.
+/// timeout are all reported in the row (no exit code), never as success. On timeout
+/// the runner's future is dropped, which kills the command's whole process group.
 pub fn run(spec: Spec) -> Ran {
-    let mut cmd = Command::new(spec.program);
-    cmd.args(&spec.args).current_dir(spec.cwd);
-    for k in spec.env_remove {
-        cmd.env_remove(k);
-    }
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
     let mut shown = vec![basename(spec.program)];
-    shown.extend(spec.args.iter().cloned());
-    run_command(spec.role, cmd, shown, spec.timeout)
-}
-
-/// Runs a prepared command (program, arguments, environment and working directory
-/// already set); the row lists `shown` as its arguments, so a caller can leave out
-/// options that are the same on every call (the hardened git options).
-pub fn run_command(role: &str, mut cmd: Command, shown: Vec<String>, timeout: Duration) -> Ran {
-    let mut row = Row {
-        role: role.to_string(),
-        args: shown,
-        returncode: None,
-        signal: None,
-        timed_out: false,
-        spawn_error: None,
-        stdout_sha256: sha256_hex(b""),
-        stderr_sha256: sha256_hex(b""),
-        stdout_bytes: 0,
-        stderr_bytes: 0,
-        duration_ms: 0,
-        body_in_receipt: false,
+    shown.extend(spec.shown.unwrap_or_else(|| spec.args.clone()));
+    let mut ran = Ran {
+        row: Row {
+            role: spec.role.to_string(),
+            args: shown,
+            returncode: None,
+            signal: None,
+            timed_out: false,
+            spawn_error: None,
+            stdout_sha256: sha256_hex(b""),
+            stderr_sha256: sha256_hex(b""),
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            duration_ms: 0,
+            body_in_receipt: false,
+        },
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        parser: Parser::default(),
     };
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
     let start = Instant::now();
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
+    let program = match program_path(spec.program, spec.cwd) {
+        Ok(p) => p,
         Err(e) => {
-            row.spawn_error = Some(e.to_string());
-            return Ran {
-                row,
-                stdout: Vec::new(),
-                stderr: Vec::new(),
-            };
+            ran.row.spawn_error = Some(spawn_reason(&e));
+            return ran;
         }
     };
-    let (tx, rx) = mpsc::channel();
-    if let Some(out) = child.stdout.take() {
-        reader(out, 0, tx.clone());
-    }
-    if let Some(err) = child.stderr.take() {
-        reader(err, 1, tx.clone());
-    }
-    drop(tx);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
-            Ok(None) => {
-                if start.elapsed() >= timeout {
-                    row.timed_out = true;
-                    kill_group(child.id());
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-        }
+    let launch = Launch {
+        program,
+        args: &spec.args,
+        cwd: spec.cwd,
+        env: spec.env,
+        keep: MAX_KEPT_OUTPUT,
+        parse: true,
     };
-    if let Some(st) = status {
-        row.returncode = st.code();
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::ExitStatusExt;
-            row.signal = st.signal();
-        }
+    let timeout = spec.timeout;
+    let outcome = block_on(async move { tokio::time::timeout(timeout, run_command(launch)).await });
+    match outcome {
+        None => ran.row.spawn_error = Some("no runtime to run the command on".into()),
+        Some(Err(_elapsed)) => ran.row.timed_out = true,
+        Some(Ok(Err(e))) => ran.row.spawn_error = Some(spawn_reason(&e)),
+        Some(Ok(Ok(f))) => keep(&mut ran, f),
     }
-    // A grandchild that left the process group could hold the pipes open: wait a
-    // bounded time for the readers, then give up on the rest of the output.
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
-    let grace = Instant::now() + Duration::from_secs(10);
-    for _ in 0..2 {
-        let left = grace.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok((0, digest, n, kept)) => {
-                row.stdout_sha256 = digest;
-                row.stdout_bytes = n;
-                stdout = kept;
-            }
-            Ok((_, digest, n, kept)) => {
-                row.stderr_sha256 = digest;
-                row.stderr_bytes = n;
-                stderr = kept;
-            }
-            Err(_) => break,
-        }
-    }
-    row.duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-    Ran {
-        row,
-        stdout,
-        stderr,
-    }
+    ran.row.duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+    ran
 }
 
-#[cfg(unix)]
-fn kill_group(pid: u32) {
-    // The child leads its own process group; kill the whole group (argv, no shell).
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+fn keep(ran: &mut Ran, f: Finished) {
+    ran.row.returncode = f.exit_code;
+    ran.row.signal = f.signal;
+    ran.row.stdout_sha256 = f.stdout.sha256;
+    ran.row.stdout_bytes = f.stdout.total;
+    ran.row.stderr_sha256 = f.stderr.sha256;
+    ran.row.stderr_bytes = f.stderr.total;
+    ran.stdout = f.stdout.kept;
+    ran.stderr = f.stderr.kept;
+    // stdout only: the runners print their summaries there, and a test's own stderr
+    // cannot add to them.
+    ran.parser = f.stdout.parser;
 }
 
-#[cfg(not(unix))]
-fn kill_group(_pid: u32) {}
+/// The OS's reason, not program output.
+fn spawn_reason(e: &ProbeError) -> String {
+    match e {
+        ProbeError::CommandNotFound { .. } => "not found".into(),
+        ProbeError::Spawn { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -245,9 +210,9 @@ mod tests {
             role: "test",
             program,
             args: args.iter().map(|s| s.to_string()).collect(),
+            shown: None,
             cwd: Path::new("."),
-            env: vec![],
-            env_remove: &[],
+            env: inherited_env(&[], &[]),
             timeout,
         }
     }
@@ -276,5 +241,28 @@ mod tests {
         let r = run(spec("sleep", &["30"], Duration::from_millis(300)));
         assert!(r.row.timed_out && r.row.returncode.is_none());
         assert!(t.elapsed() < Duration::from_secs(15));
+    }
+
+    /// A timeout kills the whole group: a grandchild in the background holding the
+    /// pipe is gone too, so the call returns at the deadline.
+    #[test]
+    fn a_timeout_kills_the_group() {
+        let t = Instant::now();
+        let r = run(spec(
+            "sh",
+            &["-c", "sleep 30 & sleep 30; echo late"],
+            Duration::from_millis(300),
+        ));
+        assert!(r.row.timed_out && r.row.returncode.is_none());
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn runs_inside_a_tokio_runtime_too() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let r = rt.block_on(async { run(spec("true", &[], Duration::from_secs(20))) });
+        assert_eq!(r.row.returncode, Some(0));
     }
 }

@@ -60,7 +60,7 @@ pub fn build(
     claim_path: Option<&str>,
 ) -> (Value, Value, Value) {
     let status = a.status();
-    let verdict = a.verdict();
+    let (verdict, verdict_reason, verdict_unmet) = a.decision();
     let exercise_rows = &a.rows[..a.exercise_rows.min(a.rows.len())];
     let count_prog = |rows: &[crate::process::Row], prog: &str| {
         rows.iter()
@@ -192,6 +192,9 @@ pub fn build(
         "validator_id": format!("{VERIFIER_ID} audit closeout"),
         "status": status.as_str(),
         "claim_verdict": verdict,
+        // The rules' reason (evident_rules::decide on the emitted claim document).
+        "claim_verdict_reason": verdict_reason,
+        "claim_verdict_unmet": verdict_unmet,
         "mode": mode,
         "input_mode": if a.options.live { "live_repository" } else { "fixture_input" },
         "created_at": rfc3339(a.started_at),

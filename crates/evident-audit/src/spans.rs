@@ -3,23 +3,36 @@
 //! the span names) and `passed` (exit zero, at least one test passed, none failed).
 
 use crate::input::{Runner, SpanClaim};
+use evident_probes::Runner as ProbeRunner;
+use evident_probes::summary::{Counts, Parser};
 use serde::Serialize;
 
-/// Test counts read from a runner's own summary.
+/// What a span's runner reported: the shared summary parser's counts
+/// (`evident_probes::summary`, the gate's reading), and whether a summary was found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    pub passed: u64,
-    pub failed: u64,
-    pub skipped: u64,
-    /// pytest errors (setup/teardown) and xfail/xpass: executed, neither pass nor fail.
-    pub other_executed: u64,
-    /// Whether a summary was found at all.
+pub struct Summary {
+    #[serde(flatten)]
+    pub counts: Counts,
     pub summary_read: bool,
 }
 
-impl Counts {
+impl Summary {
+    /// Tests that executed: passed (xpassed included), failed (pytest errors
+    /// included) and pytest's xfailed, which ran and failed as expected. Skipped,
+    /// deselected, ignored and filtered-out tests did not execute.
     pub fn executed(&self) -> u64 {
-        self.passed + self.failed + self.other_executed
+        self.counts
+            .passed
+            .saturating_add(self.counts.failed)
+            .saturating_add(self.counts.xfailed)
+    }
+}
+
+fn probe_runner(runner: Runner) -> ProbeRunner {
+    match runner {
+        Runner::Pytest => ProbeRunner::Pytest,
+        Runner::Cargo => ProbeRunner::Cargo,
+        Runner::Go => ProbeRunner::Go,
     }
 }
 
@@ -49,20 +62,24 @@ pub fn argv(span: &SpanClaim) -> Vec<String> {
     }
 }
 
-/// Reads the counts from a runner's stdout.
-pub fn parse(runner: Runner, stdout: &str) -> Counts {
-    match runner {
-        Runner::Pytest => parse_pytest(stdout),
-        Runner::Cargo => parse_cargo(stdout),
-        Runner::Go => {
-            let json = parse_go_json(stdout);
-            if json.summary_read {
-                json
-            } else {
-                parse_go_verbose(stdout)
-            }
-        }
+/// The runner's summary from the shared parser that read its stdout.
+pub fn summary(runner: Runner, parser: &Parser) -> Summary {
+    match parser.result(Some(probe_runner(runner))) {
+        Some((_, counts)) => Summary {
+            counts,
+            summary_read: true,
+        },
+        None => Summary::default(),
     }
+}
+
+/// [`summary`] of a recorded output (tests).
+pub fn parse(runner: Runner, stdout: &str) -> Summary {
+    let mut p = Parser::default();
+    for line in stdout.lines() {
+        p.feed_line(line);
+    }
+    summary(runner, &p)
 }
 
 /// `ran` and `passed` from the exit code and the counts.
@@ -71,7 +88,7 @@ pub fn parse(runner: Runner, stdout: &str) -> Counts {
 /// error / interrupted), 4 (usage, e.g. node not found) and 5 (none collected) mean
 /// nothing ran. When the summary is readable it must also show an executed test (so
 /// "1 skipped", which exits 0, did not run). cargo and go: the summary decides `ran`.
-pub fn judge(runner: Runner, returncode: Option<i32>, c: &Counts) -> (bool, bool) {
+pub fn judge(runner: Runner, returncode: Option<i32>, c: &Summary) -> (bool, bool) {
     let ran = match runner {
         Runner::Pytest => {
             matches!(returncode, Some(0) | Some(1)) && (!c.summary_read || c.executed() >= 1)
@@ -80,179 +97,53 @@ pub fn judge(runner: Runner, returncode: Option<i32>, c: &Counts) -> (bool, bool
     };
     let passed = ran
         && returncode == Some(0)
-        && c.failed == 0
-        && (c.passed >= 1 || (runner == Runner::Pytest && !c.summary_read));
+        && c.counts.failed == 0
+        && (c.counts.passed >= 1 || (runner == Runner::Pytest && !c.summary_read));
     (ran, passed)
-}
-
-fn add_count(c: &mut Counts, n: u64, word: &str) -> bool {
-    match word {
-        "passed" => c.passed += n,
-        "failed" => c.failed += n,
-        "skipped" => c.skipped += n,
-        "error" | "errors" | "xfailed" | "xpassed" => c.other_executed += n,
-        "deselected" | "warning" | "warnings" | "rerun" | "reruns" => {}
-        _ => return false,
-    }
-    true
-}
-
-/// pytest's final summary line: `1 failed, 2 passed, 1 warning in 0.12s`, possibly
-/// framed with `=` (without `-q`), or `no tests ran in 0.01s`.
-pub fn parse_pytest(stdout: &str) -> Counts {
-    for line in stdout.lines().rev() {
-        let line = line.trim().trim_matches('=').trim();
-        if line.is_empty() {
-            continue;
-        }
-        let Some((left, right)) = line.rsplit_once(" in ") else {
-            continue;
-        };
-        if !right.trim_end().ends_with('s') {
-            continue;
-        }
-        if left == "no tests ran" {
-            return Counts {
-                summary_read: true,
-                ..Counts::default()
-            };
-        }
-        let mut c = Counts::default();
-        let ok = left.split(", ").all(|item| {
-            let mut it = item.split_whitespace();
-            match (
-                it.next().and_then(|n| n.parse::<u64>().ok()),
-                it.next(),
-                it.next(),
-            ) {
-                (Some(n), Some(word), None) => add_count(&mut c, n, word),
-                _ => false,
-            }
-        });
-        if ok {
-            c.summary_read = true;
-            return c;
-        }
-    }
-    Counts::default()
-}
-
-/// Sums every libtest `test result:` line (one per test binary and doc-tests):
-/// `test result: ok. 1 passed; 0 failed; 2 ignored; 0 measured; 3 filtered out; ...`.
-pub fn parse_cargo(stdout: &str) -> Counts {
-    let mut c = Counts::default();
-    for line in stdout.lines() {
-        let Some(rest) = line.trim().strip_prefix("test result: ") else {
-            continue;
-        };
-        let Some((_, counts)) = rest.split_once(". ") else {
-            continue;
-        };
-        c.summary_read = true;
-        for item in counts.split(';') {
-            let mut it = item.split_whitespace();
-            if let (Some(n), Some(word)) =
-                (it.next().and_then(|n| n.parse::<u64>().ok()), it.next())
-            {
-                match word {
-                    "passed" => c.passed += n,
-                    "failed" => c.failed += n,
-                    "ignored" => c.skipped += n,
-                    _ => {}
-                }
-            }
-        }
-    }
-    c
-}
-
-/// `go test -json`: one JSON event per line; a test's final `pass`, `fail` or `skip`
-/// action is counted (sub-tests included). Lines that are not events are ignored.
-pub fn parse_go_json(stdout: &str) -> Counts {
-    let mut c = Counts::default();
-    for line in stdout.lines() {
-        let Ok(serde_json::Value::Object(ev)) = serde_json::from_str::<serde_json::Value>(line)
-        else {
-            continue;
-        };
-        let action = ev.get("Action").and_then(|a| a.as_str()).unwrap_or("");
-        if matches!(
-            action,
-            "pass" | "fail" | "skip" | "output" | "run" | "start"
-        ) {
-            c.summary_read = true;
-        }
-        let is_test = ev
-            .get("Test")
-            .and_then(|t| t.as_str())
-            .is_some_and(|t| !t.is_empty());
-        if !is_test {
-            continue;
-        }
-        match action {
-            "pass" => c.passed += 1,
-            "fail" => c.failed += 1,
-            "skip" => c.skipped += 1,
-            _ => {}
-        }
-    }
-    c
-}
-
-/// `go test -v` text: `--- PASS: TestX (0.00s)`, `--- FAIL: ...`, `--- SKIP: ...`
-/// (indented for sub-tests).
-pub fn parse_go_verbose(stdout: &str) -> Counts {
-    let mut c = Counts::default();
-    for line in stdout.lines() {
-        let t = line.trim_start();
-        if let Some(rest) = t.strip_prefix("--- ") {
-            c.summary_read = true;
-            if rest.starts_with("PASS: ") {
-                c.passed += 1;
-            } else if rest.starts_with("FAIL: ") {
-                c.failed += 1;
-            } else if rest.starts_with("SKIP: ") {
-                c.skipped += 1;
-            }
-        } else if t.starts_with("ok ")
-            || t.starts_with("ok\t")
-            || t.starts_with("FAIL")
-            || t == "PASS"
-        {
-            c.summary_read = true;
-        }
-    }
-    c
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn pytest(text: &str) -> Summary {
+        parse(Runner::Pytest, text)
+    }
+
     #[test]
     fn pytest_summaries() {
-        let c = parse_pytest(".                                   [100%]\n1 passed in 0.01s\n");
-        assert_eq!((c.passed, c.failed, c.summary_read), (1, 0, true));
-        let c =
-            parse_pytest("F\nFAILED t.py::b - assert 0\n1 failed, 2 passed, 1 warning in 0.02s\n");
-        assert_eq!((c.passed, c.failed), (2, 1));
-        let c = parse_pytest("\n\nno tests ran in 0.00s\n");
+        let c = pytest(".                                   [100%]\n1 passed in 0.01s\n");
+        assert_eq!((c.counts.passed, c.counts.failed, c.summary_read), (1, 0, true));
+        let c = pytest("F\nFAILED t.py::b - assert 0\n1 failed, 2 passed, 1 warning in 0.02s\n");
+        assert_eq!((c.counts.passed, c.counts.failed), (2, 1));
+        let c = pytest("\n\nno tests ran in 0.00s\n");
         assert!(c.summary_read && c.executed() == 0);
-        let c = parse_pytest("====== 1 skipped in 0.01s ======\n");
-        assert_eq!((c.skipped, c.executed()), (1, 0));
-        let c = parse_pytest("garbage\n");
+        let c = pytest("====== 1 skipped in 0.01s ======\n");
+        assert_eq!((c.counts.skipped, c.executed()), (1, 0));
+        let c = pytest("garbage\n");
         assert!(!c.summary_read);
-        let c = parse_pytest("1 error in 0.10s");
-        assert_eq!(c.other_executed, 1);
+        // The shared reading: an error is a failure (it executed), xfailed executed
+        // without passing, xpassed is a pass.
+        let c = pytest("1 error in 0.10s");
+        assert_eq!((c.counts.errors, c.counts.failed, c.executed()), (1, 1, 1));
+        let c = pytest("1 xfailed in 0.10s");
+        assert_eq!((c.counts.passed, c.executed()), (0, 1));
+        let c = pytest("1 xpassed in 0.10s");
+        assert_eq!((c.counts.passed, c.executed()), (1, 1));
+        // A test's own stdout line cannot replace the final summary.
+        let c = pytest("3 passed in 0.01s\n1 failed in 0.02s\n");
+        assert_eq!((c.counts.passed, c.counts.failed), (0, 1));
     }
 
     #[test]
     fn pytest_judgement() {
-        let read = |p, f| Counts {
-            passed: p,
-            failed: f,
+        let read = |p, f| Summary {
+            counts: Counts {
+                passed: p,
+                failed: f,
+                ..Counts::default()
+            },
             summary_read: true,
-            ..Counts::default()
         };
         assert_eq!(judge(Runner::Pytest, Some(0), &read(1, 0)), (true, true));
         assert_eq!(judge(Runner::Pytest, Some(1), &read(0, 1)), (true, false));
@@ -260,19 +151,18 @@ mod tests {
         assert_eq!(judge(Runner::Pytest, Some(5), &read(0, 0)), (false, false));
         assert_eq!(judge(Runner::Pytest, Some(2), &read(0, 0)), (false, false));
         // all skipped exits 0 but nothing ran
-        let skipped = Counts {
-            skipped: 1,
-            summary_read: true,
-            ..Counts::default()
-        };
+        let skipped = pytest("1 skipped in 0.01s");
         assert_eq!(judge(Runner::Pytest, Some(0), &skipped), (false, false));
+        // an error ran and did not pass (pytest exits 1)
+        let error = pytest("1 passed, 1 error in 0.01s");
+        assert_eq!(judge(Runner::Pytest, Some(1), &error), (true, false));
         // unreadable summary: pytest's exit code decides (peer behaviour)
         assert_eq!(
-            judge(Runner::Pytest, Some(0), &Counts::default()),
+            judge(Runner::Pytest, Some(0), &Summary::default()),
             (true, true)
         );
         assert_eq!(
-            judge(Runner::Pytest, None, &Counts::default()),
+            judge(Runner::Pytest, None, &Summary::default()),
             (false, false)
         );
     }
@@ -283,19 +173,19 @@ mod tests {
 
     #[test]
     fn cargo_summaries_and_judgement() {
-        let c = parse_cargo(CARGO_OK);
-        assert_eq!((c.passed, c.failed), (1, 0));
+        let c = parse(Runner::Cargo, CARGO_OK);
+        assert_eq!((c.counts.passed, c.counts.failed), (1, 0));
         assert_eq!(judge(Runner::Cargo, Some(0), &c), (true, true));
-        let c = parse_cargo(CARGO_NONE);
+        let c = parse(Runner::Cargo, CARGO_NONE);
         assert_eq!(judge(Runner::Cargo, Some(0), &c), (false, false));
-        let c = parse_cargo(CARGO_FAIL);
+        let c = parse(Runner::Cargo, CARGO_FAIL);
         assert_eq!(judge(Runner::Cargo, Some(101), &c), (true, false));
         // compile error: no summary at all
-        let c = parse_cargo("");
+        let c = parse(Runner::Cargo, "");
         assert_eq!(judge(Runner::Cargo, Some(101), &c), (false, false));
         // a pass count with a non-zero exit is not a pass
         assert_eq!(
-            judge(Runner::Cargo, Some(101), &parse_cargo(CARGO_OK)),
+            judge(Runner::Cargo, Some(101), &parse(Runner::Cargo, CARGO_OK)),
             (true, false)
         );
     }
@@ -328,16 +218,16 @@ mod tests {
     #[test]
     fn go_summaries_and_judgement() {
         let c = parse(Runner::Go, GO_JSON_PASS);
-        assert_eq!((c.passed, c.failed), (1, 0));
+        assert_eq!((c.counts.passed, c.counts.failed), (1, 0));
         assert_eq!(judge(Runner::Go, Some(0), &c), (true, true));
         let c = parse(Runner::Go, GO_JSON_NONE);
-        assert!(c.summary_read);
+        assert_eq!(c.executed(), 0);
         assert_eq!(judge(Runner::Go, Some(0), &c), (false, false));
         let c = parse(Runner::Go, GO_JSON_FAIL);
-        assert_eq!((c.passed, c.failed), (0, 2));
+        assert_eq!((c.counts.passed, c.counts.failed), (0, 2));
         assert_eq!(judge(Runner::Go, Some(1), &c), (true, false));
         let c = parse(Runner::Go, GO_VERBOSE);
-        assert_eq!((c.passed, c.skipped), (2, 1));
+        assert_eq!((c.counts.passed, c.counts.skipped), (2, 1));
         assert_eq!(judge(Runner::Go, Some(0), &c), (true, true));
         let c = parse(Runner::Go, GO_BUILD_FAIL);
         assert_eq!(judge(Runner::Go, Some(1), &c), (false, false));

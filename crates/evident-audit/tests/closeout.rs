@@ -886,3 +886,128 @@ fn live_mode_runs_no_program_from_the_repository_config() {
     assert_eq!(out.result["error_codes"], json!([codes::GIT_FAILED]));
     assert!(out.result.to_string().contains("core.worktree"));
 }
+
+/// A replace ref (`git replace --graft HEAD <side>`) makes plain git report a commit of
+/// another branch as an ancestor of HEAD. The audit reads objects as committed
+/// (`GIT_NO_REPLACE_OBJECTS=1`, `core.useReplaceRefs=false`): the side commit is still
+/// rejected, and the honest claim on HEAD's real ancestor still verifies.
+#[test]
+fn live_mode_ignores_replace_refs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("live");
+    let (first, head, side) = build_live_repo(&repo);
+    git(&repo, &["replace", "--graft", &head, &side]);
+    // The attack works on git as it is usually run.
+    let plain = std::process::Command::new("git")
+        .args(["merge-base", "--is-ancestor", &side, &head])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
+    assert!(plain.success(), "the replace ref did not take effect");
+    let claims = tmp.path().join("claims.json");
+    write_json(
+        &claims,
+        &claims_doc(json!([commit("first", &first), commit("side", &side)])),
+    );
+    let mut o = Options::new(
+        claims,
+        data("input/fixture_ledger.json"),
+        repo,
+        tmp.path().join("out"),
+    );
+    o.live = true;
+    let out = closeout(&o).unwrap();
+    assert_eq!(claim(&out.result, "first")["status"], "verified");
+    assert_eq!(claim(&out.result, "side")["status"], "rejected");
+    assert_eq!(
+        codes_of(claim(&out.result, "side")),
+        vec![codes::FAKE_COMMIT]
+    );
+    assert_eq!(out.status, Status::Rejected);
+}
+
+/// Fixture mode commits a copy of the fixture: a `.git` planted in it (config naming
+/// a canary as fsmonitor, filter driver and hooks path, with `.gitattributes` pointing
+/// every file at the filter) is neither copied nor read, and the commit verifies.
+#[test]
+fn fixture_mode_runs_no_program_from_a_planted_git_config() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    build_fixture(&repo);
+    git(&repo, &["init", "-q"]);
+    let marker = tmp.path().join("CANARY-RAN");
+    let canary = tmp.path().join("canary.sh");
+    std::fs::write(
+        &canary,
+        format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\ncat\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&canary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let c = canary.display().to_string();
+    for (k, v) in [
+        ("filter.x.clean", c.as_str()),
+        ("filter.x.smudge", &c),
+        ("filter.x.process", &c),
+        ("filter.x.required", "true"),
+        ("core.fsmonitor", &c),
+        ("core.hooksPath", &tmp.path().display().to_string()),
+    ] {
+        git(&repo, &["config", k, v]);
+    }
+    std::fs::copy(&canary, tmp.path().join("pre-commit")).unwrap();
+    std::fs::write(repo.join(".gitattributes"), "* filter=x\n").unwrap();
+    let claims = tmp.path().join("claims.json");
+    write_json(&claims, &claims_doc(json!([commit("head", "HEAD")])));
+    let o = Options::new(
+        claims,
+        data("input/fixture_ledger.json"),
+        repo,
+        tmp.path().join("out"),
+    );
+    let out = closeout(&o).unwrap();
+    assert_eq!(claim(&out.result, "head")["status"], "verified", "{:#}", out.result);
+    assert!(
+        !marker.exists(),
+        "a program from the planted config ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+}
+
+/// A span whose test starts a daemon in a session of its own (out of the runner's
+/// process group, so the group kill misses it): the shared reaper adopts and kills it
+/// when the span ends, and the honest span still verifies.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+fn a_daemon_the_span_starts_does_not_outlive_it() {
+    if pytest_missing() {
+        return;
+    }
+    let env = Env::new();
+    let pid_file = env.path("daemon.pid");
+    std::fs::write(
+        env.path("repo/tests/test_daemon.py"),
+        format!(
+            "import subprocess\n\n\ndef test_daemon():\n    p = subprocess.Popen(['sleep', '300'], start_new_session=True)\n    open({:?}, 'w').write(str(p.pid))\n",
+            pid_file.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = closeout(&env.opts(&claims_doc(json!([
+        commit("head", "HEAD"),
+        pytest("d", "tests/test_daemon.py::test_daemon", true, true),
+    ]))))
+    .unwrap();
+    assert_eq!(claim(&out.result, "d")["status"], "verified", "{:#}", out.result);
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    // Gone, or at most a zombie waiting to be reaped.
+    assert!(
+        stat.is_empty() || stat.split_whitespace().nth(2) == Some("Z"),
+        "the daemon {pid} outlived the span: {stat}"
+    );
+    assert_eq!(out.status, Status::Pass);
+}

@@ -32,6 +32,10 @@ mod spec;
 mod sql;
 pub mod summary;
 
+/// The command runner (own process group killed whole, noted by the reaper, cleared
+/// environment, output hashed, capped and parsed), for crates that run programs
+/// themselves (the close-out audit): one runner, not a copy per crate.
+pub use command::{Finished, Launch, Stream, resolve_program, run as run_command};
 pub use error::{Escape, ProbeError};
 pub use secret::{EnvRef, EnvValue, MIN_SCRUB_LEN, Scrubber, redact_url};
 pub use spec::{

@@ -151,6 +151,13 @@ fn print_summary(o: &evident_audit::Outcome) {
         o.status.as_str(),
         r["claim_verdict"].as_str().unwrap_or("unknown")
     );
+    // Why the rules left the claims unverified (for example: only test spans, so no
+    // mutation is claimed).
+    if r["claim_verdict"] == "unverified"
+        && let Some(why) = r["claim_verdict_reason"].as_str()
+    {
+        println!("  {why}");
+    }
     for p in &o.written {
         println!("wrote {}", p.display());
     }
