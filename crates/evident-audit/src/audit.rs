@@ -768,7 +768,10 @@ fn select_python(ws: &mut Workspace, cwd: &Path) -> Option<String> {
             args: vec!["-m".into(), "pytest".into(), "--version".into()],
             shown: None,
             cwd,
-            env: process::inherited_env(RUNNER_ENV_REMOVED, &[("PYTHONDONTWRITEBYTECODE", "1".into())]),
+            env: process::inherited_env(
+                RUNNER_ENV_REMOVED,
+                &[("PYTHONDONTWRITEBYTECODE", "1".into())],
+            ),
             timeout: ws.opts.git_timeout,
         });
         ws.keep(&ran, true);
@@ -1027,7 +1030,11 @@ impl Audit {
     /// [`Audit::verdict`] with its reason and the rules' unmet requirements.
     pub fn decision(&self) -> (Verdict, String, Vec<String>) {
         if let Some((code, message)) = &self.blocked {
-            return (Verdict::Unverified, format!("{code}: {message}"), Vec::new());
+            return (
+                Verdict::Unverified,
+                format!("{code}: {message}"),
+                Vec::new(),
+            );
         }
         let claims_a_mutation = self
             .claims

@@ -6,8 +6,8 @@
 //! and the blocking call: the output itself stays in memory for parsing and for the
 //! final no-body scan, and is never written.
 
-use evident_probes::{Finished, Launch, ProbeError, resolve_program, run_command};
 use evident_probes::summary::Parser;
+use evident_probes::{Finished, Launch, ProbeError, resolve_program, run_command};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

@@ -113,7 +113,10 @@ mod tests {
     #[test]
     fn pytest_summaries() {
         let c = pytest(".                                   [100%]\n1 passed in 0.01s\n");
-        assert_eq!((c.counts.passed, c.counts.failed, c.summary_read), (1, 0, true));
+        assert_eq!(
+            (c.counts.passed, c.counts.failed, c.summary_read),
+            (1, 0, true)
+        );
         let c = pytest("F\nFAILED t.py::b - assert 0\n1 failed, 2 passed, 1 warning in 0.02s\n");
         assert_eq!((c.counts.passed, c.counts.failed), (2, 1));
         let c = pytest("\n\nno tests ran in 0.00s\n");

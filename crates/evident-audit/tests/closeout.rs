@@ -78,6 +78,13 @@ fn the_peer_inputs_pass_with_every_negative_case_rejected() {
     o.emit_claim = true;
     let out = closeout(&o).unwrap();
     assert_eq!(out.status, Status::Pass, "{:#}", out.result);
+    // The verdict is the rules' decision on the emitted claim (their wording).
+    let reason = out.result["claim_verdict_reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("Verified: all 2 mutations are covered"),
+        "{reason}"
+    );
+    assert_eq!(out.result["claim_verdict_unmet"], json!([]));
     assert_eq!(out.verdict, Verdict::Verified);
     let r = read(&env.path("out/agent_closeout_faithfulness_audit_result.json"));
     assert_eq!(r, out.result);
@@ -247,6 +254,12 @@ fn each_negative_case_as_its_own_claims_file_is_rejected_with_its_code() {
         };
         assert_eq!(out.status, want, "{c}");
     }
+    // spans only: no mutation for the rules to decide; the audit's own rule, said so
+    let out =
+        closeout(&env.opts(&claims_doc(json!([pytest("c", PEER_NODE, true, true)])))).unwrap();
+    assert_eq!(out.status, Status::Pass, "{:#}", out.result);
+    let reason = out.result["claim_verdict_reason"].as_str().unwrap();
+    assert!(reason.contains("only test spans"), "{reason}");
     // the peer saw both codes on its fake test case: the span neither ran nor passed
     let out = closeout(&env.opts(&claims_doc(json!([pytest(
         "c",
@@ -966,7 +979,12 @@ fn fixture_mode_runs_no_program_from_a_planted_git_config() {
         tmp.path().join("out"),
     );
     let out = closeout(&o).unwrap();
-    assert_eq!(claim(&out.result, "head")["status"], "verified", "{:#}", out.result);
+    assert_eq!(
+        claim(&out.result, "head")["status"],
+        "verified",
+        "{:#}",
+        out.result
+    );
     assert!(
         !marker.exists(),
         "a program from the planted config ran: {}",
@@ -1001,7 +1019,12 @@ fn a_daemon_the_span_starts_does_not_outlive_it() {
         pytest("d", "tests/test_daemon.py::test_daemon", true, true),
     ]))))
     .unwrap();
-    assert_eq!(claim(&out.result, "d")["status"], "verified", "{:#}", out.result);
+    assert_eq!(
+        claim(&out.result, "d")["status"],
+        "verified",
+        "{:#}",
+        out.result
+    );
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
     // Gone, or at most a zombie waiting to be reaped.
