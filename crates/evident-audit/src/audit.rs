@@ -235,6 +235,7 @@ impl Workspace<'_> {
             cwd,
             env: evident_probes::git::env(path.as_deref()),
             timeout: self.opts.git_timeout,
+            reap: false,
         });
         self.keep(&ran, body);
         ran
@@ -773,6 +774,7 @@ fn select_python(ws: &mut Workspace, cwd: &Path) -> Option<String> {
                 &[("PYTHONDONTWRITEBYTECODE", "1".into())],
             ),
             timeout: ws.opts.git_timeout,
+            reap: false,
         });
         ws.keep(&ran, true);
         if ran.ok() {
@@ -854,9 +856,6 @@ fn check_span(ws: &mut Workspace, claim_id: &str, span: &SpanClaim, r: &mut Clai
             Runner::Go => vec![],
         };
         let role = span.runner.claim_type();
-        // Anything the span starts that leaves its process group (setsid) is adopted
-        // and killed after it, as the gate does: no daemon of the test outlives it.
-        evident_probes::reaper::adopt_orphans();
         let ran = process::run(Spec {
             role,
             program: &program,
@@ -865,8 +864,9 @@ fn check_span(ws: &mut Workspace, claim_id: &str, span: &SpanClaim, r: &mut Clai
             cwd: &cwd,
             env: process::inherited_env(RUNNER_ENV_REMOVED, &env),
             timeout: ws.opts.test_timeout,
+            // No daemon of the test outlives it (the gate's rule).
+            reap: true,
         });
-        evident_probes::reaper::kill_escaped();
         ws.keep(&ran, true);
         result.program = ran.row.args[0].clone();
         result.returncode = ran.row.returncode;

@@ -72,6 +72,10 @@ pub struct Spec<'a> {
     /// The complete environment of the child (the runner clears everything else).
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
+    /// A test run: held as a command wave of the shared reaper (no other gate of this
+    /// process takes its daemons for orphans meanwhile), and everything it started
+    /// that left its process group (`setsid`) is adopted and killed after it.
+    pub reap: bool,
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -166,8 +170,23 @@ pub fn run(spec: Spec) -> Ran {
         keep: MAX_KEPT_OUTPUT,
         parse: true,
     };
-    let timeout = spec.timeout;
-    let outcome = block_on(async move { tokio::time::timeout(timeout, run_command(launch)).await });
+    let (timeout, reap) = (spec.timeout, spec.reap);
+    if reap {
+        evident_probes::reaper::adopt_orphans();
+    }
+    let outcome = block_on(async move {
+        let wave = if reap {
+            Some(evident_probes::reaper::command_wave().await)
+        } else {
+            None
+        };
+        let r = tokio::time::timeout(timeout, run_command(launch)).await;
+        drop(wave);
+        if reap {
+            evident_probes::reaper::kill_escaped_exclusive().await;
+        }
+        r
+    });
     match outcome {
         None => ran.row.spawn_error = Some("no runtime to run the command on".into()),
         Some(Err(_elapsed)) => ran.row.timed_out = true,
@@ -214,6 +233,7 @@ mod tests {
             cwd: Path::new("."),
             env: inherited_env(&[], &[]),
             timeout,
+            reap: false,
         }
     }
 
