@@ -91,9 +91,10 @@ pub struct Check {
     #[serde(default, skip_serializing_if = "Applies::is_always")]
     pub applies: Applies,
     /// What to observe (exactly one source: `command`, `http`, `file`, `sqlite`,
-    /// `postgres`, `mysql`, `redis`, `git`, `browser`).
+    /// `postgres`, `mysql`, `redis`, `git`, `browser`, `github_pr`).
     pub source: Source,
     /// What the observation must show. Default for `command`: `{exit_code = 0, ran = true}`;
+    /// for a file postcondition `{matches = true}`; for `github_pr` every flag true;
     /// every other source needs one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<Map<String, Value>>,
@@ -103,6 +104,34 @@ pub struct Check {
     /// The ledger keeps it whole for the owner.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden: bool,
+    /// Privacy mode: every output (report, JSON, JUnit, Markdown, ledger) names only the
+    /// kind of observation, its flags, counts and reason codes — never the path, file
+    /// names, keys, values or repository the contract names. Only for sources whose
+    /// observation holds no values (a file `postcondition`, `github_pr`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private: bool,
+}
+
+impl Check {
+    /// What the check observes, as every output shows it: the source's description, or
+    /// only its kind when the check is `private`.
+    pub fn target(&self) -> String {
+        if self.private {
+            self.source.private_target()
+        } else {
+            self.source.target()
+        }
+    }
+
+    /// A probe error as outputs show it: in full, or for a `private` check only its kind
+    /// and reason code.
+    pub fn error_text(&self, e: &evident_probes::ProbeError) -> String {
+        if self.private {
+            e.public_message()
+        } else {
+            e.to_string()
+        }
+    }
 }
 
 /// When a check is a requirement of the task.
@@ -236,6 +265,56 @@ pub struct ContractDocument {
     pub raw: Value,
     /// Where each part of the contract starts, by JSON path (TOML and JSON).
     pub spans: Spans,
+}
+
+impl ContractDocument {
+    /// The contract as it may be recorded (the ledger keeps a copy): each `private`
+    /// check's source reduced to its kind and counts, and its `covers.target` hidden,
+    /// so the record names no path, file name, key, value or repository.
+    pub fn public_raw(&self) -> Value {
+        let mut raw = self.raw.clone();
+        let Some(list) = raw.get_mut("check").and_then(Value::as_array_mut) else {
+            return raw;
+        };
+        for (item, check) in list.iter_mut().zip(&self.contract.checks) {
+            if !check.private {
+                continue;
+            }
+            if let Some(obj) = item.as_object_mut() {
+                obj.insert("source".into(), public_source(&check.source));
+                if let Some(t) = obj
+                    .get_mut("covers")
+                    .and_then(Value::as_object_mut)
+                    .and_then(|c| c.get_mut("target"))
+                {
+                    *t = Value::from("(private)");
+                }
+            }
+        }
+        raw
+    }
+}
+
+/// A private check's source as recorded: kind, counts and flags only.
+fn public_source(source: &Source) -> Value {
+    use evident_probes::Postcondition as P;
+    match source {
+        Source::File(f) => match &f.postcondition {
+            Some(P::TextFile(t)) => serde_json::json!({ "file": { "private": true,
+                "postcondition": "text_file", "expected_size": t.expected_text.len() } }),
+            Some(P::Directory(d)) => serde_json::json!({ "file": { "private": true,
+                "postcondition": "directory", "required_child_count": d.required_children.len(),
+                "exact_children": d.exact_children, "exact_empty": d.exact_empty } }),
+            Some(P::JsonObject(j)) => serde_json::json!({ "file": { "private": true,
+                "postcondition": "json_object", "expected_key_count": j.expected.len(),
+                "exact_keys": j.exact_keys } }),
+            None => serde_json::json!({ "file": { "private": true } }),
+        },
+        Source::GithubPr(g) => serde_json::json!({ "github_pr": { "private": true,
+            "expected_state": g.expected_state, "merge_oid_expected": g.expected_merge_oid.is_some(),
+            "head_repository_expected": g.expected_head_repository_id.is_some() } }),
+        other => serde_json::json!({ other.kind(): { "private": true } }),
+    }
 }
 
 impl Contract {
@@ -395,6 +474,7 @@ impl Contract {
                     "mysql",
                     "redis",
                     "git",
+                    "github_pr",
                     "signed_by",
                 ],
                 CheckType::DomAssertion => &["browser", "signed_by"],
@@ -404,6 +484,31 @@ impl Contract {
             }
             if let Some((path, message)) = crate::lint::inline_secret(c) {
                 return err(format!("check[{i}].{path}"), message);
+            }
+            if let Err((field, message)) = c.source.check_fields() {
+                return err(format!("check[{i}].source.{field}"), message);
+            }
+            if c.private && !c.source.values_free() {
+                return err(
+                    format!("check[{i}].private"),
+                    format!(
+                        "a {} observation shows the values it read, so it cannot be private (hint: private = true is for a file postcondition or github_pr)",
+                        c.source.kind()
+                    ),
+                );
+            }
+            if let (Some(keys), Some(expected)) = (c.source.closed_keys(), &c.expected)
+                && let Some(key) = expected.keys().find(|k| !keys.iter().any(|(n, _)| n == k))
+            {
+                let names: Vec<&str> = keys.iter().map(|(n, _)| *n).collect();
+                return err(
+                    format!("check[{i}].expected.{key}"),
+                    format!(
+                        "a {} source never observes {key:?}, so this expectation can never be met (hint: omit expected to require a full match, or use {})",
+                        c.source.kind(),
+                        names.join(", ")
+                    ),
+                );
             }
             if let Err(e) = c.source.validate() {
                 return err(format!("check[{i}].source"), e.to_string());

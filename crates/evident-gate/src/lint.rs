@@ -34,6 +34,13 @@ fn observed_type(source: &Source, key: &str) -> Option<&'static str> {
     let boolean = Some("a boolean");
     let string = Some("a string");
     let object = Some("an object");
+    // A postcondition's `reason` is a code or null (a match): either can be expected.
+    if let Some(keys) = source.closed_keys() {
+        return keys
+            .iter()
+            .find(|(n, _)| *n == key && *n != "reason")
+            .map(|(_, t)| *t);
+    }
     match (source, key) {
         (Source::Command(_), "exit_code") => int,
         (
@@ -173,13 +180,22 @@ pub fn lint(doc: &ContractDocument) -> Vec<Lint> {
             .clone()
             .or_else(|| c.source.default_expected())
             .unwrap_or_default();
+        // A private check's covers.target is not repeated (it may name the private path).
+        let shown_target = |t: &str| {
+            if c.private {
+                "(private)".to_string()
+            } else {
+                format!("{t:?}")
+            }
+        };
         if let Some(t) = &c.covers.target
             && matches!(t.as_str(), "*" | "**" | "**/*" | "*/**")
         {
             push(
                 at("covers.target"),
                 format!(
-                    "covers.target {t:?} matches every target: this check's evidence speaks for any mutation at all"
+                    "covers.target {} matches every target: this check's evidence speaks for any mutation at all",
+                    shown_target(t)
                 ),
                 "name the targets this check observes (accounts/4471, src/**)",
             );
@@ -190,8 +206,9 @@ pub fn lint(doc: &ContractDocument) -> Vec<Lint> {
             push(
                 at("covers.target"),
                 format!(
-                    "covers.target {t:?} selects many targets, but the source reads one fixed record ({}): a claim about any other target matching {t:?} would be covered by this one readback",
-                    c.source.target()
+                    "covers.target {} selects many targets, but the source reads one fixed record ({}): a claim about any other target matching it would be covered by this one readback",
+                    shown_target(t),
+                    c.target()
                 ),
                 "write one check per record with an exact covers.target",
             );
@@ -206,7 +223,7 @@ pub fn lint(doc: &ContractDocument) -> Vec<Lint> {
                 format!(
                     "covers selects every {} mutation by kind alone, but the source reads one fixed record ({}): a claimed write to any other record of that kind would be covered by this one readback",
                     c.covers.kind.as_deref().unwrap_or("-"),
-                    c.source.target()
+                    c.target()
                 ),
                 "add covers.target naming the record this check reads (accounts/4471)",
             );

@@ -137,7 +137,7 @@ pub fn plan(contract: &Contract, claim: &Claim, only: Option<&str>) -> Vec<Plann
             Planned {
                 check_id: c.id.clone(),
                 check_type: c.check_type.as_str().into(),
-                target: c.source.target(),
+                target: c.target(),
                 covers,
                 applies,
                 why,
@@ -344,8 +344,25 @@ pub async fn run_with_before(
     let mut typed: Claim = claim.claim.clone();
     let mut runs = Vec::new();
     let verifier = settings.verifier_id.clone();
-    for (k, (ci, wave, obs, took)) in observed.into_iter().enumerate() {
+    // A check's last observation, for the freshness of a pull request's state.
+    let last_of: std::collections::HashMap<usize, usize> = observed
+        .iter()
+        .enumerate()
+        .map(|(k, (ci, ..))| (*ci, k))
+        .collect();
+    for (k, (ci, wave, mut obs, took)) in observed.into_iter().enumerate() {
         let check = &contract.checks[ci];
+        // The reference's freshness rule: a pull request's state read more than 60 s
+        // before the decision says nothing about it now. The last observation counts
+        // (an earlier wave is older by the commands' run time, and must only agree).
+        if matches!(check.source, Source::GithubPr(_))
+            && last_of.get(&ci) == Some(&k)
+            && obs.value.is_ok()
+            && let Some(e) =
+                evident_probes::github::stale_at(obs.completed_at, time::OffsetDateTime::now_utc())
+        {
+            obs.value = Err(e);
+        }
         let ids = plan[ci].covers.clone();
         let expected = check
             .expected
@@ -377,12 +394,12 @@ pub async fn run_with_before(
                         .or_else(|| cut_output(&expected, &obj));
                     (scrub.scrub_value(Value::Object(obj)), error)
                 }
-                Err(e) => (Value::Null, Some(scrub.scrub(&e.to_string()))),
+                Err(e) => (Value::Null, Some(scrub.scrub(&check.error_text(&e)))),
             }
         };
         let mut item = serde_json::json!({
             "check_type": check.check_type.as_str(),
-            "target": check.source.target(),
+            "target": check.target(),
             "expected": Value::Object(expected.clone()),
             "observed_value": observed.clone(),
             "at": at.as_str(),
@@ -404,7 +421,7 @@ pub async fn run_with_before(
         }
         typed.evidence.push(Evidence {
             check_type: check.check_type.as_str().into(),
-            target: Some(check.source.target()),
+            target: Some(check.target()),
             expected: Value::Object(expected.clone()),
             observed_value: observed.clone(),
             at,
@@ -425,7 +442,7 @@ pub async fn run_with_before(
             check_id: check.id.clone(),
             check_type: check.check_type.as_str().into(),
             evidence: own + k,
-            target: check.source.target(),
+            target: check.target(),
             covers: ids,
             expected,
             observed,

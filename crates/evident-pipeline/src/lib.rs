@@ -335,7 +335,7 @@ pub fn gate(req: GateRequest<'_>) -> Result<Decision, Error> {
         plan: outcome.plan,
         partial_run: outcome.partial,
         verifier: Some(settings.verifier_id.clone()),
-        contract: Some((contract_name.clone(), contract.raw.clone())),
+        contract: Some((contract_name.clone(), contract.public_raw())),
         warnings,
         policy_source: PolicySource::Contract(contract_name),
         on_unverified: outcome.on_unverified,

@@ -115,6 +115,22 @@ pub enum ProbeError {
     /// The scratch copy of a protected run could not be prepared.
     #[error("protected run: {reason}")]
     Protect { reason: String },
+    /// A file postcondition could not be observed safely (`unsafe_path`: a symlink or a
+    /// non-directory on the path, or an entry replaced while read; `io_error`;
+    /// `oversize`). Untrusted: neither a match nor a mismatch.
+    #[error("{postcondition} postcondition at {path:?} not observed ({reason}): {detail}")]
+    Postcondition {
+        postcondition: String,
+        reason: String,
+        path: String,
+        detail: String,
+    },
+    /// GitHub's answer does not establish the pull request's state (`authentication_failed`,
+    /// `permission_unverified`, `resource_unobservable`, `rate_limited`,
+    /// `redirect_rejected`, `provider_unavailable`, `invalid_provider_response`,
+    /// `observation_not_fresh`): indeterminate, never a mismatch.
+    #[error("GitHub pull request not observed ({reason}): {detail}")]
+    Github { reason: String, detail: String },
 }
 
 impl ProbeError {
@@ -143,6 +159,27 @@ impl ProbeError {
             ProbeError::Git { .. } => "git",
             ProbeError::RunnerShadowed { .. } => "runner_shadowed",
             ProbeError::Protect { .. } => "protect",
+            ProbeError::Postcondition { .. } => "postcondition",
+            ProbeError::Github { .. } => "github",
+        }
+    }
+
+    /// The error as a check marked `private` shows it: its kind and fixed reason code,
+    /// never a path, name, host or value (`private = true`, docs/probes.md).
+    pub fn public_message(&self) -> String {
+        match self {
+            ProbeError::Postcondition {
+                postcondition,
+                reason,
+                ..
+            } => {
+                format!("{postcondition} postcondition not observed ({reason})")
+            }
+            ProbeError::Github { reason, .. } => {
+                format!("GitHub pull request not observed ({reason})")
+            }
+            ProbeError::Timeout { .. } => self.to_string(),
+            other => format!("not observed ({})", other.code()),
         }
     }
 
@@ -160,6 +197,13 @@ impl ProbeError {
             | ProbeError::Http { reason }
             | ProbeError::Git { reason }
             | ProbeError::Protect { reason } => vec![reason],
+            ProbeError::Postcondition {
+                postcondition,
+                reason,
+                path,
+                detail,
+            } => vec![postcondition, reason, path, detail],
+            ProbeError::Github { reason, detail } => vec![reason, detail],
             ProbeError::RunnerShadowed { path, module } => vec![path, module],
             ProbeError::EnvMissing { name } => vec![name],
             ProbeError::Timeout { .. } | ProbeError::SummaryDisagrees { .. } => vec![],

@@ -26,6 +26,10 @@ pub async fn observe(spec: &FileSpec, ctx: &Context) -> Result<Object, ProbeErro
 }
 
 pub(crate) fn observe_blocking(spec: &FileSpec, root: &Path) -> Result<Object, ProbeError> {
+    if let Some(pc) = &spec.postcondition {
+        let max = spec.max_bytes.unwrap_or(DEFAULT_MAX_FILE_BYTES);
+        return crate::postcondition::observe(&spec.path, pc, root, max);
+    }
     for p in spec.pointers.values() {
         check_pointer(p)?;
     }

@@ -28,6 +28,8 @@ fn build(policy: reqwest::redirect::Policy) -> Result<reqwest::Client, String> {
         .no_proxy()
         .pool_max_idle_per_host(0)
         .redirect(policy)
+        // One request per probe: reqwest's default retries protocol NACKs.
+        .retry(reqwest::retry::never())
         .user_agent(concat!("evident-probes/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))
@@ -204,27 +206,7 @@ pub async fn observe(
         req = req.header(hn, hv);
     }
     let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
-    let map_err = |e: reqwest::Error| -> ProbeError {
-        if e.is_timeout() {
-            ProbeError::Timeout { limit_ms }
-        } else if e.is_redirect() {
-            ProbeError::Http {
-                reason: cross_origin(&e)
-                    .unwrap_or_else(|| format!("more than {MAX_REDIRECTS} redirects")),
-            }
-        } else if refused(&e) {
-            ProbeError::ConnectionRefused {
-                target: target.clone(),
-            }
-        } else if e.is_connect() {
-            ProbeError::Connect {
-                target: target.clone(),
-                reason: chain(&e),
-            }
-        } else {
-            ProbeError::Http { reason: chain(&e) }
-        }
-    };
+    let map_err = |e: reqwest::Error| request_error(&e, limit_ms, &target);
     let mut resp = req.send().await.map_err(map_err)?;
     let status = resp.status();
     let mut obj = Map::new();
@@ -266,6 +248,49 @@ pub async fn observe(
         }
         return Ok(obj);
     }
+    let body = read_capped(&mut resp, max, &map_err).await?;
+    if let Some(s) = &spec.body_contains {
+        obj.insert(
+            "body_contains".into(),
+            Value::Bool(contains(&body, s.as_bytes())),
+        );
+    }
+    if !spec.pointers.is_empty() {
+        let doc = parse_json(&body, "response body")?;
+        obj.insert("json".into(), pointer_values(&doc, &spec.pointers));
+    }
+    Ok(obj)
+}
+
+/// Why a request failed, without the URL (reqwest's top line prints it).
+fn request_error(e: &reqwest::Error, limit_ms: u64, target: &str) -> ProbeError {
+    if e.is_timeout() {
+        ProbeError::Timeout { limit_ms }
+    } else if e.is_redirect() {
+        ProbeError::Http {
+            reason: cross_origin(e)
+                .unwrap_or_else(|| format!("more than {MAX_REDIRECTS} redirects")),
+        }
+    } else if refused(e) {
+        ProbeError::ConnectionRefused {
+            target: target.to_string(),
+        }
+    } else if e.is_connect() {
+        ProbeError::Connect {
+            target: target.to_string(),
+            reason: chain(e),
+        }
+    } else {
+        ProbeError::Http { reason: chain(e) }
+    }
+}
+
+/// The whole body, refused (not truncated) past `max` bytes, announced or streamed.
+async fn read_capped(
+    resp: &mut reqwest::Response,
+    max: u64,
+    map_err: &(dyn Fn(reqwest::Error) -> ProbeError + Sync),
+) -> Result<Vec<u8>, ProbeError> {
     if let Some(len) = resp.content_length()
         && len > max
     {
@@ -284,15 +309,47 @@ pub async fn observe(
         }
         body.extend_from_slice(&chunk);
     }
-    if let Some(s) = &spec.body_contains {
-        obj.insert(
-            "body_contains".into(),
-            Value::Bool(contains(&body, s.as_bytes())),
-        );
+    Ok(body)
+}
+
+/// One answer to [`get_once`].
+pub(crate) struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    /// Read only when the caller asked for this status's body.
+    pub body: Option<Vec<u8>>,
+}
+
+/// One GET through the probes' shared client that never follows a redirect (no proxy,
+/// no pooled connection, no retry), under `limit` for the whole exchange; the body is
+/// read only when `want_body(status)`, and refused past `max` bytes. For probes that
+/// speak one API over HTTP (github_pr), so there is one HTTP stack.
+pub(crate) async fn get_once(
+    url: &url::Url,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    limit: Duration,
+    max: u64,
+    want_body: impl Fn(u16) -> bool,
+) -> Result<Answer, ProbeError> {
+    let target = authority(url);
+    let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+    let map_err = |e: reqwest::Error| request_error(&e, limit_ms, &target);
+    let client = &clients()?.no_redirect;
+    let mut req = client.get(url.clone()).timeout(limit);
+    for (name, value) in headers {
+        req = req.header(name, value);
     }
-    if !spec.pointers.is_empty() {
-        let doc = parse_json(&body, "response body")?;
-        obj.insert("json".into(), pointer_values(&doc, &spec.pointers));
-    }
-    Ok(obj)
+    let mut resp = req.send().await.map_err(map_err)?;
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = if want_body(status) {
+        Some(read_capped(&mut resp, max, &map_err).await?)
+    } else {
+        None
+    };
+    Ok(Answer {
+        status,
+        headers,
+        body,
+    })
 }

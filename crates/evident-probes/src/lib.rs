@@ -20,10 +20,12 @@ pub mod confined;
 mod error;
 mod file;
 pub mod git;
+pub mod github;
 mod http;
 mod kv;
 mod origin_proxy;
 mod paths;
+pub mod postcondition;
 mod protect;
 pub mod reaper;
 mod secret;
@@ -39,8 +41,9 @@ pub use command::{Finished, Launch, Stream, resolve_program, run as run_command}
 pub use error::{Escape, ProbeError};
 pub use secret::{EnvRef, EnvValue, MIN_SCRUB_LEN, Scrubber, redact_url};
 pub use spec::{
-    BrowserSpec, CommandSpec, FileSpec, GitSpec, HttpSpec, IgnoredFiles, Method, Protect,
-    Redirects, RedisOp, RedisSpec, Runner, Source, SqlSpec, SqliteSpec,
+    BrowserSpec, CommandSpec, DirectoryPostcondition, FileSpec, GitSpec, GithubPrSpec, HttpSpec,
+    IgnoredFiles, JsonObjectPostcondition, Method, Postcondition, PrState, Protect, Redirects,
+    RedisOp, RedisSpec, Runner, Source, SqlSpec, SqliteSpec, TextFilePostcondition,
 };
 
 /// An observed object: the keys an owner's `expected` is compared with.
@@ -110,7 +113,70 @@ impl Source {
             Source::Redis(_) => "redis",
             Source::Git(_) => "git",
             Source::Browser(_) => "browser",
+            Source::GithubPr(_) => "github_pr",
             Source::SignedBy(_) => "signed_by",
+        }
+    }
+
+    /// For a source whose observation has a fixed set of keys (a file postcondition,
+    /// github_pr): those keys with their JSON types. An expectation on any other key
+    /// could never be met.
+    pub fn closed_keys(&self) -> Option<&'static [(&'static str, &'static str)]> {
+        match self {
+            Source::File(FileSpec {
+                postcondition: Some(pc),
+                ..
+            }) => Some(postcondition::observed_keys(pc)),
+            Source::GithubPr(_) => Some(&github::OBSERVED_KEYS),
+            _ => None,
+        }
+    }
+
+    /// Whether the observation carries only kinds, flags, counts and fixed reason codes
+    /// (never a path, name, key or value), so the check may be `private`.
+    pub fn values_free(&self) -> bool {
+        self.closed_keys().is_some()
+    }
+
+    /// The target as a `private` check shows it: the kind of observation, nothing the
+    /// contract names.
+    pub fn private_target(&self) -> String {
+        match self {
+            Source::File(FileSpec {
+                postcondition: Some(pc),
+                ..
+            }) => format!("file {} postcondition (private)", pc.kind()),
+            Source::GithubPr(_) => "github_pr pull request (private)".into(),
+            other => format!("{} (private)", other.kind()),
+        }
+    }
+
+    /// Checks of the source's own fields that can name the field at fault:
+    /// `(field under the source, message with a hint)`, e.g.
+    /// `("github_pr.expected_head_oid", "...")`.
+    pub fn check_fields(&self) -> Result<(), (String, String)> {
+        match self {
+            Source::File(f) => {
+                let Some(pc) = &f.postcondition else {
+                    return Ok(());
+                };
+                let views = [
+                    ("text", f.text),
+                    ("contains", !f.contains.is_empty()),
+                    ("pointers", !f.pointers.is_empty()),
+                ];
+                if let Some((name, _)) = views.iter().find(|(_, on)| *on) {
+                    return Err((
+                        format!("file.{name}"),
+                        format!(
+                            "{name} observes the file's content, which a postcondition never shows (hint: drop {name}; the postcondition compares the content itself)"
+                        ),
+                    ));
+                }
+                postcondition::check(&f.path, pc).map_err(|(field, m)| (format!("file.{field}"), m))
+            }
+            Source::GithubPr(g) => github::check(g),
+            _ => Ok(()),
         }
     }
 
@@ -125,6 +191,11 @@ impl Source {
                 m.insert("ran".into(), Value::Bool(true));
                 Some(m)
             }
+            Source::File(FileSpec {
+                postcondition: Some(_),
+                ..
+            }) => Some(postcondition::default_expected()),
+            Source::GithubPr(_) => Some(github::default_expected()),
             _ => None,
         }
     }
@@ -202,7 +273,17 @@ impl Source {
                     (None, None) => format!("{method} <no url>"),
                 }
             }
-            Source::File(f) => format!("file {}", f.path),
+            Source::File(f) => match &f.postcondition {
+                Some(pc) => format!("file {} {} postcondition", f.path, pc.kind()),
+                None => format!("file {}", f.path),
+            },
+            Source::GithubPr(g) => {
+                let mut s = format!("github_pr {}#{}", g.repository, g.pull_number);
+                if let Some(u) = &g.api_url {
+                    s.push_str(&format!(" at {}", redact_url(u)));
+                }
+                s
+            }
             Source::Sqlite(s) => format!(
                 "sqlite {}: {}{}",
                 s.path,
@@ -270,6 +351,8 @@ impl Source {
             paths::relative(p).map(|_| ())
         }
         effective_limit(self, Duration::MAX)?;
+        self.check_fields()
+            .map_err(|(field, m)| ProbeError::invalid(format!("{field}: {m}")))?;
         match self {
             Source::Command(c) => {
                 if c.argv.is_empty() {
@@ -356,6 +439,7 @@ impl Source {
                 positive("max_bytes", g.max_bytes)
             }
             Source::Browser(b) => browser::validate(b),
+            Source::GithubPr(_) => Ok(()),
             Source::SignedBy(id) if id.trim().is_empty() => {
                 Err(ProbeError::invalid("signed_by must name a verifier id"))
             }
@@ -392,6 +476,11 @@ impl Source {
                 b.cookies.values().for_each(&mut value);
                 urls.extend(b.url_env.as_deref());
             }
+            Source::GithubPr(g) => {
+                if let Some(t) = env.get(&g.token_env) {
+                    scrub.add(t);
+                }
+            }
             Source::File(_) | Source::Sqlite(_) | Source::Git(_) | Source::SignedBy(_) => {}
         }
         for name in urls {
@@ -406,6 +495,7 @@ impl Source {
             Source::Command(c) => c.timeout_s,
             Source::Http(h) => h.timeout_s,
             Source::Browser(b) => b.timeout_s,
+            Source::GithubPr(g) => Some(g.timeout_s.unwrap_or(github::DEFAULT_TIMEOUT_S)),
             _ => None,
         }
     }
@@ -480,6 +570,7 @@ async fn run(
         Source::Redis(r) => kv::observe(r, ctx, scrub).await,
         Source::Git(g) => git::observe(g, ctx, limit).await,
         Source::Browser(b) => browser::observe(b, ctx, limit, scrub).await,
+        Source::GithubPr(g) => github::observe(g, ctx, limit, scrub).await,
         Source::SignedBy(_) => Err(ProbeError::invalid(
             "a signed_by check is decided by the gate from the claim's signed evidence; no probe observes it",
         )),

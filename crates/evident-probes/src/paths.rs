@@ -117,6 +117,130 @@ pub fn existing(root: &Path, path: &str, want_dir: bool) -> Result<PathBuf, Prob
     Ok(canon)
 }
 
+/// The strict form of a path (postconditions, after the reference): relative and
+/// `/`-separated; no empty, `.` or `..` component, no backslash, no drive prefix, no NUL,
+/// no surrounding whitespace. Its components, or why it is refused (a hint included).
+pub fn strict_components(path: &str) -> Result<Vec<&str>, String> {
+    if path.is_empty() {
+        return Err("the path is empty (hint: name a file or directory under the root)".into());
+    }
+    if path.trim() != path {
+        return Err("the path has leading or trailing whitespace (hint: remove it)".into());
+    }
+    if path.contains('\0') {
+        return Err("the path contains a NUL byte".into());
+    }
+    if path.contains('\\') {
+        return Err("the path contains a backslash (hint: separate components with /)".into());
+    }
+    let b = path.as_bytes();
+    if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+        return Err(
+            "the path starts with a drive prefix (hint: write it relative to the root)".into(),
+        );
+    }
+    if path.starts_with('/') {
+        return Err(
+            "the path is absolute (hint: write it relative to the contract's directory)".into(),
+        );
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    if parts
+        .iter()
+        .any(|p| p.is_empty() || *p == "." || *p == "..")
+    {
+        return Err(
+            "the path has an empty, `.` or `..` component (hint: write it as a/b/c)".into(),
+        );
+    }
+    Ok(parts)
+}
+
+/// Why a path could not be walked without following a symlink.
+#[derive(Debug)]
+pub enum NoFollow {
+    /// Nothing at the path (or at one of its parents).
+    Missing,
+    /// A symlink, a non-directory parent, or an entry replaced while it was read.
+    Unsafe(String),
+    /// Any other I/O failure.
+    Io(String),
+}
+
+fn errno_reason(e: rustix::io::Errno) -> String {
+    io_reason(&io::Error::from(e))
+}
+
+/// The parent directory of `parts` beneath `root`, opened one component at a time with
+/// `O_NOFOLLOW | O_DIRECTORY` from the one before: no symlink is followed on the way
+/// and no rename of a parent can move the walk elsewhere.
+pub fn open_parent_nofollow(root: &Path, parts: &[&str]) -> Result<rustix::fd::OwnedFd, NoFollow> {
+    use rustix::fs::{Mode, OFlags};
+    let dir = root_dir(root).map_err(|e| NoFollow::Io(e.to_string()))?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut fd = rustix::fs::openat(&dir, ".", flags, Mode::empty())
+        .map_err(|e| NoFollow::Io(errno_reason(e)))?;
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        fd = match rustix::fs::openat(&fd, *part, flags, Mode::empty()) {
+            Ok(next) => next,
+            Err(rustix::io::Errno::NOENT) => return Err(NoFollow::Missing),
+            Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+                return Err(NoFollow::Unsafe(
+                    "a parent on the path is a symlink or not a directory".into(),
+                ));
+            }
+            Err(e) => return Err(NoFollow::Io(errno_reason(e))),
+        };
+    }
+    Ok(fd)
+}
+
+/// What is at `name` in `dir`, without following a symlink.
+pub fn lstat_at(
+    dir: &rustix::fd::OwnedFd,
+    name: &str,
+) -> Result<(rustix::fs::FileType, rustix::fs::Stat), NoFollow> {
+    match rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok((rustix::fs::FileType::from_raw_mode(st.st_mode), st)),
+        Err(rustix::io::Errno::NOENT) => Err(NoFollow::Missing),
+        Err(e) => Err(NoFollow::Io(errno_reason(e))),
+    }
+}
+
+/// Opens `name` in `dir` (`O_NOFOLLOW`, and `O_NONBLOCK` so a FIFO swapped in cannot
+/// stall the read), and checks the opened object is the one `seen` described: the same
+/// device and inode, of the same type.
+pub fn open_seen(
+    dir: &rustix::fd::OwnedFd,
+    name: &str,
+    seen: &rustix::fs::Stat,
+    directory: bool,
+) -> Result<rustix::fd::OwnedFd, NoFollow> {
+    use rustix::fs::{Mode, OFlags};
+    let mut flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    if directory {
+        flags |= OFlags::DIRECTORY;
+    }
+    let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Err(NoFollow::Missing),
+        Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+            return Err(NoFollow::Unsafe(
+                "the entry was replaced while it was read".into(),
+            ));
+        }
+        Err(e) => return Err(NoFollow::Io(errno_reason(e))),
+    };
+    let now = rustix::fs::fstat(&fd).map_err(|e| NoFollow::Io(errno_reason(e)))?;
+    if now.st_dev != seen.st_dev || now.st_ino != seen.st_ino || now.st_mode != seen.st_mode {
+        return Err(NoFollow::Unsafe(
+            "the entry was replaced while it was read".into(),
+        ));
+    }
+    Ok(fd)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +270,19 @@ mod tests {
         ));
         assert_eq!(relative("./a/b").unwrap(), PathBuf::from("a/b"));
         assert_eq!(relative("").unwrap(), PathBuf::from("."));
+    }
+
+    #[test]
+    fn strict_refusals() {
+        for bad in [
+            "", " a", "a ", "/a", "a//b", "a/./b", "a/../b", "..", ".", "a/", "a\\b", "C:x", "a\0b",
+        ] {
+            assert!(strict_components(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            strict_components("out/r.txt").unwrap(),
+            vec!["out", "r.txt"]
+        );
+        assert_eq!(strict_components(".hidden").unwrap(), vec![".hidden"]);
     }
 }

@@ -31,6 +31,8 @@ pub enum Source {
     Git(GitSpec),
     /// A page rendered by a real headless Chromium (dom_assertion; docs/browser.md).
     Browser(BrowserSpec),
+    /// A GitHub pull request, read with one authenticated GET of the REST API.
+    GithubPr(GithubPrSpec),
     /// Delegated: the gate runs nothing and accepts the evidence item signed by this
     /// trusted verifier id (the contract's `[[trust]]`), bound to this claim and to
     /// the commit the gate sees. Decided by the gate, never observed by a probe.
@@ -219,6 +221,120 @@ pub struct FileSpec {
     /// Largest file read (default 64 MiB); a larger file is an error.
     #[serde(default)]
     pub max_bytes: Option<u64>,
+    /// A postcondition the path must meet: exact text, directory children, or a JSON
+    /// object. Observed as flags, counts and a reason code only (never a name or value),
+    /// with no symlink followed anywhere on the path.
+    #[serde(default)]
+    pub postcondition: Option<Postcondition>,
+}
+
+/// What a file postcondition requires (the reference's `TextFileContract`,
+/// `DirectoryContract` and `JsonObjectContract`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Postcondition {
+    /// A regular file whose bytes are exactly this text (UTF-8).
+    TextFile(TextFilePostcondition),
+    /// A directory with these direct children (or none at all).
+    Directory(DirectoryPostcondition),
+    /// A JSON file whose top level is an object with these keys and values.
+    JsonObject(JsonObjectPostcondition),
+}
+
+impl Postcondition {
+    /// The kind's name, as observed and shown (`text_file`, `directory`, `json_object`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Postcondition::TextFile(_) => "text_file",
+            Postcondition::Directory(_) => "directory",
+            Postcondition::JsonObject(_) => "json_object",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TextFilePostcondition {
+    /// The whole content, exactly (an empty string: the file must be empty).
+    pub expected_text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DirectoryPostcondition {
+    /// Direct children (plain names, no `/`) that must be present.
+    #[serde(default)]
+    pub required_children: Vec<String>,
+    /// The children must be exactly `required_children`, nothing else (evident's
+    /// extension; reason `unexpected_children`).
+    #[serde(default)]
+    pub exact_children: bool,
+    /// The directory must have no entries at all (hidden ones included).
+    #[serde(default)]
+    pub exact_empty: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JsonObjectPostcondition {
+    /// Top-level keys and their values: each value is compared whole (nested objects
+    /// and arrays exactly; numbers by value, `1 = 1.0`; booleans are not numbers).
+    pub expected: serde_json::Map<String, serde_json::Value>,
+    /// The object must have exactly these keys, no others.
+    #[serde(default)]
+    pub exact_keys: bool,
+}
+
+/// The state a pull request is declared to be in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PrState {
+    /// Open and not merged.
+    Open,
+    /// Closed without being merged.
+    Closed,
+    /// Merged.
+    Merged,
+}
+
+/// A GitHub pull request, read with one authenticated GET of
+/// `{api_url}/repos/{repository}/pulls/{pull_number}`: no redirect, no retry. The
+/// observation is eight booleans (never an id, ref or name).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GithubPrSpec {
+    /// `owner/name`, used only to address the request: identity is `repository_id`.
+    pub repository: String,
+    /// The repository's stable numeric id (GitHub's `base.repo.id`).
+    #[schemars(range(min = 1))]
+    pub repository_id: u64,
+    #[schemars(range(min = 1))]
+    pub pull_number: u64,
+    /// The head commit, as a full 40- or 64-character hex object id.
+    pub expected_head_oid: String,
+    /// The base branch name (`main`).
+    pub expected_base_ref: String,
+    pub expected_state: PrState,
+    /// The merge commit (only with `expected_state = "merged"`).
+    #[serde(default)]
+    pub expected_merge_oid: Option<String>,
+    /// The head repository's id (a pull request from a fork).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub expected_head_repository_id: Option<u64>,
+    /// Name of the environment variable holding the token (sent as a bearer token;
+    /// never printed).
+    pub token_env: String,
+    /// The API's base URL (default `https://api.github.com`; GitHub Enterprise:
+    /// `https://HOST/api/v3`). `http` only to a loopback address.
+    #[serde(default)]
+    pub api_url: Option<String>,
+    /// Time limit in seconds (default 10); the smaller of this and the gate's applies.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// Largest response body read (default 1 MiB); a larger one is indeterminate.
+    #[serde(default)]
+    pub max_body_bytes: Option<u64>,
 }
 
 /// A SQLite database file under the root, opened read-only (never created).
