@@ -6,6 +6,7 @@ mod command;
 mod file;
 mod git;
 mod http;
+mod postcondition;
 mod protect;
 mod redis;
 mod runners;
