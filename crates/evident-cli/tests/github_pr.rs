@@ -117,7 +117,7 @@ fn answer(n: u64, port: u16) -> (String, Vec<String>, Vec<u8>) {
         )
     };
     match n {
-        1 | 31 => ok(good(n)),
+        1 | 31 | 35 | 36 => ok(good(n)),
         2 => status("401 Unauthorized", vec![]),
         3 => status("403 Forbidden", vec![]),
         4 => status("403 Forbidden", vec!["X-RateLimit-Remaining: 0".into()]),
@@ -296,6 +296,12 @@ fn serve(mut sock: TcpStream, port: u16, hits: &Mutex<Vec<Hit>>) {
         http_date(time::OffsetDateTime::now_utc() - time::Duration::minutes(10))
     } else {
         http_date(time::OffsetDateTime::now_utc())
+    };
+    let date = match n {
+        // Two dates, or one that is not a date: a malformed answer.
+        35 => format!("{date}\r\nDate: {date}"),
+        36 => "yesterday".to_string(),
+        _ => date,
     };
     let mut out = format!(
         "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nDate: {date}\r\nX-Echo: {TOKEN}\r\nContent-Length: {}\r\nConnection: close\r\n",
@@ -646,6 +652,14 @@ fn every_status_of_the_mapping_through_the_binary() {
         ),
         (
             Case { n: 34, fields: &[] },
+            Want::Unverified("invalid_provider_response"),
+        ),
+        (
+            Case { n: 35, fields: &[] },
+            Want::Unverified("invalid_provider_response"),
+        ),
+        (
+            Case { n: 36, fields: &[] },
             Want::Unverified("invalid_provider_response"),
         ),
     ];

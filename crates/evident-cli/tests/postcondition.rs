@@ -326,3 +326,45 @@ fn contract_check_refuses_malformed_postconditions() {
         );
     }
 }
+
+/// A private path read again by a plain check would show through it: a warning.
+#[test]
+fn a_private_path_read_by_a_plain_check_is_warned_about() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = tmp.path().join("c.toml");
+    let check = |id: &str, rest: &str| {
+        format!(
+            "[[check]]\nid = \"{id}\"\ncheck_type = \"state_readback\"\ncovers = {{ kind = \"file_write\" }}\n{rest}\n"
+        )
+    };
+    let private = check(
+        "p",
+        "private = true\nsource = { file = { path = \"out/r.txt\", postcondition = { text_file = { expected_text = \"x\" } } } }",
+    );
+    let plain = check(
+        "q",
+        "source = { file = { path = \"./out/r.txt\" } }\nexpected = { exists = true }",
+    );
+    for (body, warned) in [
+        (format!("[policy]\n{private}{plain}"), true),
+        (format!("[policy]\n{private}"), false),
+    ] {
+        std::fs::write(&c, body).unwrap();
+        let out = Command::cargo_bin("evident")
+            .unwrap()
+            .args(["contract", "check", "--json"])
+            .arg(&c)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let hit = doc["warnings"].as_array().unwrap().iter().any(|w| {
+            w["path"] == "check[1].source"
+                && w["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("private check \"p\"")
+        });
+        assert_eq!(hit, warned, "{doc}");
+    }
+}

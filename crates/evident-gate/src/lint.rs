@@ -273,6 +273,27 @@ pub fn lint(doc: &ContractDocument) -> Vec<Lint> {
             );
         }
     }
+    // A private path read again by a check that is not private shows in that check's
+    // target and errors what the private one keeps out of every output.
+    let file_path = |c: &Check| match &c.source {
+        Source::File(f) => Some(f.path.trim_start_matches("./").to_string()),
+        _ => None,
+    };
+    for (i, p) in checks.iter().enumerate().filter(|(_, c)| c.private) {
+        let Some(path) = file_path(p) else { continue };
+        for (j, c) in checks.iter().enumerate() {
+            if !c.private && file_path(c).as_deref() == Some(path.as_str()) {
+                push(
+                    format!("check[{j}].source"),
+                    format!(
+                        "check {:?} reads the path that private check {:?} keeps out of every output, and shows it",
+                        c.id, checks[i].id
+                    ),
+                    "mark this check private too (a file postcondition), or drop it",
+                );
+            }
+        }
+    }
     out
 }
 
