@@ -824,7 +824,8 @@ fn malformed_sources_are_refused_with_file_path_and_hint() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
     let api = "http://127.0.0.1:1";
-    let cases: [(&[(&str, &str)], &str, &str); 9] = [
+    type Fields<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Fields<'_>, &str, &str); 9] = [
         (
             &[("expected_head_oid", "\"a1b2c3d\"")],
             "check[0].source.github_pr.expected_head_oid",

@@ -105,10 +105,7 @@ pub fn check(spec: &GithubPrSpec) -> Result<(), (String, String)> {
     if !repo_ok {
         return Err((
             at("repository"),
-            format!(
-                "repository must be owner/name (letters, digits, `_`, `.`, `-`; not `.` or `..`), got {:?} (hint: write it as in github.com/OWNER/NAME)",
-                spec.repository
-            ),
+            "repository must be owner/name (letters, digits, `_`, `.`, `-`; not `.` or `..`) (hint: write it as in github.com/OWNER/NAME)".into(),
         ));
     }
     if spec.repository_id == 0 {

@@ -272,6 +272,32 @@ mod tests {
         assert_eq!(relative("").unwrap(), PathBuf::from("."));
     }
 
+    /// An entry swapped between the look and the open (a file renamed over it, a
+    /// symlink put in its place) is refused, not read.
+    #[test]
+    fn an_entry_replaced_after_the_look_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        std::fs::write(root.join("a"), "ready\n").unwrap();
+        let parent = open_parent_nofollow(root, &["a"]).unwrap();
+        let (_, seen) = lstat_at(&parent, "a").unwrap();
+        assert!(open_seen(&parent, "a", &seen, false).is_ok(), "honest twin");
+        std::fs::write(root.join("b"), "ready\n").unwrap();
+        std::fs::rename(root.join("b"), root.join("a")).unwrap();
+        assert!(matches!(
+            open_seen(&parent, "a", &seen, false),
+            Err(NoFollow::Unsafe(_))
+        ));
+        let (_, seen) = lstat_at(&parent, "a").unwrap();
+        std::fs::remove_file(root.join("a")).unwrap();
+        std::fs::write(root.join("c"), "ready\n").unwrap();
+        std::os::unix::fs::symlink("c", root.join("a")).unwrap();
+        assert!(matches!(
+            open_seen(&parent, "a", &seen, false),
+            Err(NoFollow::Unsafe(_))
+        ));
+    }
+
     #[test]
     fn strict_refusals() {
         for bad in [

@@ -284,10 +284,8 @@ async fn json_objects() {
     }
     // Over the size limit: not observed (untrusted), never a match.
     put(br#"{"status":"sent","pad":"0123456789"}"#);
-    let s = format!(
-        r#"{{ file = {{ path = "s.json", max_bytes = 16, postcondition = {{ json_object = {{ expected = {{ status = "sent" }} }} }} }} }}"#
-    );
-    let e = observe(root, &s).await.unwrap_err();
+    let s = r#"{ file = { path = "s.json", max_bytes = 16, postcondition = { json_object = { expected = { status = "sent" } } } } }"#;
+    let e = observe(root, s).await.unwrap_err();
     assert!(
         matches!(&e, ProbeError::Postcondition { reason, .. } if reason == "oversize"),
         "{e:?}"
