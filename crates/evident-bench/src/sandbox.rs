@@ -167,6 +167,7 @@ fn observe(c: &FileContract, root: &Path) -> Value {
         contains: vec![],
         pointers: Default::default(),
         max_bytes: Some(bytes.len() as u64),
+        postcondition: None,
     };
     observation_from(c, confined::observe_file(&spec, root))
 }

@@ -156,6 +156,7 @@ mod tests {
             contains: vec![],
             pointers: Default::default(),
             max_bytes: None,
+            postcondition: None,
         }
     }
 
