@@ -153,7 +153,8 @@ impl Catalog {
             .parent()
             .map(Path::to_path_buf)
             .ok_or_else(|| invalid("the contract file has no directory".into()))?;
-        let digest = contract_digest(&document.raw);
+        // What the ledger records (a private check's source reduced to kinds and counts).
+        let digest = contract_digest(&document.public_raw());
         Ok(Served {
             name: name.to_string(),
             document,
@@ -260,10 +261,18 @@ impl Served {
             .map(|k| CheckView {
                 id: k.id.clone(),
                 check_type: k.check_type,
-                covers: k.covers.clone(),
+                covers: if k.private {
+                    // A private check's covers.target may be the path it keeps private.
+                    evident_gate::Covers {
+                        target: k.covers.target.as_ref().map(|_| "(private)".to_string()),
+                        ..k.covers.clone()
+                    }
+                } else {
+                    k.covers.clone()
+                },
                 applies: k.applies,
                 source: k.source.kind().to_string(),
-                target: evident_ledger::redact::redact_text(&k.source.target()),
+                target: evident_ledger::redact::redact_text(&k.target()),
                 expected: match evident_ledger::redact_value(&Value::Object(
                     k.expected
                         .clone()
@@ -308,6 +317,39 @@ impl Served {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A served contract's view of a private check names no path, name, key or value,
+    /// and its digest is the one its ledger records carry (of the recorded, reduced copy).
+    #[test]
+    fn a_private_check_is_served_without_its_values() {
+        let d = tempfile::tempdir().unwrap();
+        let text = "[policy]\n[[check]]\nid = \"p\"\ncheck_type = \"state_readback\"\ncovers = { kind = \"file_write\", target = \"cnry9-target\" }\nprivate = true\nsource = { file = { path = \"cnry9/out.json\", postcondition = { json_object = { expected = { cnry9_key = \"cnry9-value\" } } } } }\n";
+        std::fs::write(d.path().join("c.toml"), text).unwrap();
+        let served = Catalog::open(d.path()).unwrap().load("c").unwrap();
+        let view = serde_json::to_string(&served.view()).unwrap();
+        assert!(!view.contains("cnry9"), "{view}");
+        assert!(
+            view.contains("json_object postcondition (private)"),
+            "{view}"
+        );
+        assert_eq!(
+            served.digest,
+            contract_digest(&served.document.public_raw())
+        );
+        assert_ne!(served.digest, contract_digest(&served.document.raw));
+        // Twin: the same check without private shows its path.
+        std::fs::write(
+            d.path().join("c.toml"),
+            text.replace("private = true\n", ""),
+        )
+        .unwrap();
+        let served = Catalog::open(d.path()).unwrap().load("c").unwrap();
+        assert!(
+            serde_json::to_string(&served.view())
+                .unwrap()
+                .contains("cnry9")
+        );
+    }
 
     #[test]
     fn names_are_plain_never_paths() {
