@@ -151,6 +151,9 @@ fn is_busy(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Rows in one SQLite INSERT of a batch (9 parameters each, far under SQLite's limit).
+const ROWS_PER_INSERT: usize = 64;
+
 /// How long to wait for a PostgreSQL server to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -426,35 +429,51 @@ impl Conn {
                     sqlx::query_as("SELECT id, hash FROM records ORDER BY id DESC LIMIT 1")
                         .fetch_optional(&mut *tx)
                         .await?;
-                let sql = if sig {
-                    "INSERT INTO records (id, time, kind, task_id, state, prev_hash, hash, body, signature)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
-                } else {
-                    "INSERT INTO records (id, time, kind, task_id, state, prev_hash, hash, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
-                };
+                // Chained first, then inserted many rows to a statement: each statement
+                // is a round trip to sqlx's SQLite thread, so a batch costs a few of
+                // them, not one per record.
+                let mut rows = Vec::with_capacity(entries.len());
                 for (entry, key) in entries {
                     let (record, body, signature) = entry.chain(
                         head.as_ref().map(|(id, h)| (*id as u64, h.as_str())),
                         OffsetDateTime::now_utc(),
                         key.as_ref(),
                     );
-                    let mut q = sqlx::query(sql)
-                        .bind(record.id as i64)
-                        .bind(&record.time)
-                        .bind(&record.kind)
-                        .bind(&record.task_id)
-                        .bind(&record.state)
-                        .bind(&record.prev_hash)
-                        .bind(&record.hash)
-                        .bind(body);
-                    if sig {
-                        q = q.bind(signature);
+                    head = Some((record.id as i64, record.hash.clone()));
+                    rows.push((record, body, signature));
+                }
+                let (cols, marks) = if sig {
+                    (
+                        "id, time, kind, task_id, state, prev_hash, hash, body, signature",
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    )
+                } else {
+                    (
+                        "id, time, kind, task_id, state, prev_hash, hash, body",
+                        "(?, ?, ?, ?, ?, ?, ?, ?)",
+                    )
+                };
+                for chunk in rows.chunks(ROWS_PER_INSERT) {
+                    let values = vec![marks; chunk.len()].join(", ");
+                    let sql = format!("INSERT INTO records ({cols}) VALUES {values}");
+                    let mut q = sqlx::query(AssertSqlSafe(sql));
+                    for (record, body, signature) in chunk {
+                        q = q
+                            .bind(record.id as i64)
+                            .bind(&record.time)
+                            .bind(&record.kind)
+                            .bind(&record.task_id)
+                            .bind(&record.state)
+                            .bind(&record.prev_hash)
+                            .bind(&record.hash)
+                            .bind(body);
+                        if sig {
+                            q = q.bind(signature);
+                        }
                     }
                     q.execute(&mut *tx).await?;
-                    head = Some((record.id as i64, record.hash.clone()));
-                    out.push(record);
                 }
+                out.extend(rows.into_iter().map(|(record, _, _)| record));
                 if let Some(last) = out.last() {
                     pause_before_commit(last.id, pause).await;
                 }

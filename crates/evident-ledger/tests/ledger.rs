@@ -998,3 +998,26 @@ fn postgres_origin_batches_and_paging() {
     };
     origin_batches_and_paging(&pg.location);
 }
+
+/// A batch larger than one INSERT statement holds (64 rows) is still one valid,
+/// contiguous stretch of chain, in order.
+#[test]
+fn sqlite_a_large_batch_spans_several_inserts() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().join("l.db");
+    let ledger = open(Some(location.to_str().unwrap())).unwrap();
+    ledger.append(entry("first", "verified")).unwrap();
+    let batch: Vec<(NewEntry, Option<Key>)> = (0..150)
+        .map(|i| (entry(&format!("b{i}"), "verified"), None))
+        .collect();
+    let recs = ledger.append_batch(batch).unwrap();
+    assert_eq!(
+        recs.iter().map(|r| r.id).collect::<Vec<_>>(),
+        (2..=151).collect::<Vec<u64>>()
+    );
+    for (i, r) in recs.iter().enumerate() {
+        assert_eq!(ledger.get(r.id).unwrap().task_id, Some(format!("b{i}")));
+    }
+    let report = ledger.verify_with(true).unwrap();
+    assert_eq!((report.records, report.broken), (151, None));
+}
