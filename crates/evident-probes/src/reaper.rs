@@ -33,11 +33,26 @@ pub async fn command_wave() -> tokio::sync::RwLockReadGuard<'static, ()> {
 /// running command's own daemons are not taken for orphans). With no orphan at all
 /// (the usual case) it does not wait.
 pub async fn kill_escaped_exclusive() -> usize {
+    reap_dead_orphans();
     if !orphans_present() {
         return 0;
     }
     let _all = WAVES.write().await;
     kill_escaped()
+}
+
+/// Reaps adopted orphans that have already exited: nobody else waits for them, and a
+/// dead one needs no exclusive hold (Chromium's crash handler, which leaves the
+/// browser's session and exits with it, would otherwise stay a zombie of this process).
+fn reap_dead_orphans() {
+    let me = rustix::process::getpid();
+    let my_session = stat(me.as_raw_nonzero().get()).map(|p| p.session);
+    let _scan = spawning();
+    for p in children(me) {
+        if p.state == 'Z' && is_orphan(&p, my_session, is_command(p.pid.as_raw_nonzero().get())) {
+            let _ = rustix::process::waitpid(Some(p.pid), WaitOptions::NOHANG);
+        }
+    }
 }
 
 /// Is there a live adopted orphan right now?
