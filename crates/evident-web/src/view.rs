@@ -1,0 +1,848 @@
+//! What the pages show, built from decisions as the service serves them
+//! ([`evident_pipeline::view`]: held-out checks already held out, secrets removed):
+//! pure functions to plain strings and flags, which the templates lay out. Every
+//! agent-written string passes through [`crate::text`] here; every index into the
+//! decision's documents is checked (a record is data, and data can be anything).
+
+use evident_format::{Claim, ClaimDocument, Evidence, Timestamp};
+use evident_ledger::RecordSignature;
+use evident_ledger::sign::TrustList;
+use evident_pipeline::view::{DecisionSummary, DecisionView};
+use evident_rules::{Code, Verdict};
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+
+use crate::text::{self, LONG, SHORT, VALUE};
+
+/// At most this many mutations and evidence items are drawn (timeline, matrix, checks);
+/// the page says how many more the record holds.
+pub const MAX_ITEMS: usize = 200;
+/// The decision is shown as JSON up to this many characters.
+pub const MAX_RAW: usize = 256 * 1024;
+
+/// One row of the decisions list.
+pub struct Row {
+    pub id: u64,
+    pub href: String,
+    pub state: String,
+    pub state_class: &'static str,
+    /// `blocked` / `allowed` for an unverified decision whose record says which.
+    pub status: Option<String>,
+    pub kind: String,
+    pub task: String,
+    pub contract: String,
+    pub asked_by: Option<String>,
+    pub time: String,
+    pub time_iso: String,
+}
+
+/// The CSS class of a verdict state (unknown states get the neutral one).
+pub fn state_class(state: &str) -> &'static str {
+    match state {
+        "verified" => "verified",
+        "refuted" => "refuted",
+        "partial" => "partial",
+        "unverified" => "unverified",
+        _ => "other",
+    }
+}
+
+/// The short form of a `sha256:<hex>` digest or a hex hash: its first 12 hex digits.
+pub fn short_digest(d: &str) -> String {
+    let hex = d.strip_prefix("sha256:").unwrap_or(d);
+    text::line(hex.get(..12).unwrap_or(hex), 12)
+}
+
+/// The contract column: the name the server recorded, else the contract's digest
+/// (a CLI record names no contract file).
+fn contract_label(name: Option<&str>, digest: Option<&str>) -> String {
+    match (name, digest) {
+        (Some(name), _) => text::line(name, SHORT),
+        (None, Some(d)) => format!("sha256:{}…", short_digest(d)),
+        (None, None) => "—".into(),
+    }
+}
+
+/// `blocked`/`allowed` beside an unverified state (verified and refuted say it all).
+fn status_of(state: &str, status: Option<&str>) -> Option<String> {
+    status
+        .filter(|s| *s != state)
+        .map(|s| text::line(s, 20))
+}
+
+/// A list row.
+pub fn row(s: &DecisionSummary) -> Row {
+    let state = s.state.as_str();
+    Row {
+        id: s.id,
+        href: format!("/decisions/{}", s.id),
+        state: state.into(),
+        state_class: state_class(state),
+        status: status_of(state, s.status.as_deref()),
+        kind: text::line(&s.kind, 20),
+        task: s
+            .task_id
+            .as_deref()
+            .map_or_else(|| "—".into(), |t| text::line(t, SHORT)),
+        contract: contract_label(s.contract.as_deref(), s.contract_digest.as_deref()),
+        asked_by: s.asked_by.as_deref().map(|a| text::line(a, SHORT)),
+        time: text::stored_time(&s.time),
+        time_iso: text::line(&s.time, 40),
+    }
+}
+
+/// What the page knows of the record before this one (the chain's link).
+pub enum Prev {
+    /// This is record 1: its `prev_hash` must be the genesis value.
+    Genesis,
+    /// The previous record's hash, as stored.
+    Hash(String),
+    /// The previous record could not be read (the reason).
+    Unreadable(String),
+}
+
+/// The decision page.
+pub struct Explained {
+    pub id: u64,
+    pub kind: String,
+    pub is_gate: bool,
+    pub is_verify: bool,
+    pub state: String,
+    pub state_class: &'static str,
+    pub status: Option<String>,
+    pub task: String,
+    pub task_description: Option<String>,
+    pub requested_by: Option<String>,
+    pub claimed_outcome: Option<String>,
+    pub contract: String,
+    pub contract_digest: Option<String>,
+    pub asked_by: Option<String>,
+    pub via: Option<String>,
+    /// How many evidence items belong to held-out checks (shown without detail).
+    pub held_out: usize,
+    pub time: String,
+    pub time_iso: String,
+    pub decided_at: String,
+    pub decided_at_iso: String,
+    pub reason: String,
+    pub unmet: Vec<String>,
+    pub policy: Vec<(String, String)>,
+    /// Set when the claim or verdict of the decision could not be read back: the page
+    /// then shows the record and this reason, and nothing derived from them.
+    pub unreadable: Option<String>,
+    pub timeline: Vec<Event>,
+    pub window: Option<String>,
+    pub matrix: Matrix,
+    pub checks: Vec<Check>,
+    pub more_evidence: usize,
+    pub more_mutations: usize,
+    pub record: RecordView,
+}
+
+/// One point on the timeline.
+pub struct Event {
+    pub time: String,
+    pub time_iso: String,
+    /// `mutation`, `evidence`, `window`, `decision`, `recorded`.
+    pub class: &'static str,
+    pub title: String,
+    pub detail: String,
+    /// Where it lies relative to the decision (`3 min 2 s before the decision`).
+    pub relative: String,
+    /// Evidence only: `fresh`, `stale`, `future`, or empty.
+    pub freshness: &'static str,
+    /// Evidence only: the verdict's code for it (`satisfies`, `contradicts`, …).
+    pub code: String,
+    pub code_class: &'static str,
+    /// Inside the freshness window (drawn inside its band).
+    pub in_window: bool,
+    /// A note about the gap since the previous point, when it is long.
+    pub gap: Option<String>,
+    pub anchor: String,
+}
+
+/// The coverage matrix: evidence items (rows) × mutations (columns).
+pub struct Matrix {
+    pub columns: Vec<Column>,
+    /// A column for task-level items (`covers` empty), when there are any.
+    pub task_column: bool,
+    pub rows: Vec<MatrixRow>,
+}
+
+pub struct Column {
+    pub id: String,
+    pub label: String,
+    pub covered: bool,
+    pub covered_text: String,
+}
+
+pub struct MatrixRow {
+    pub label: String,
+    pub anchor: String,
+    pub cells: Vec<Cell>,
+    pub task_cell: Option<Cell>,
+}
+
+pub struct Cell {
+    /// `satisfies`, `contradicts`, `unusable` or `none` (the item does not cover it).
+    pub class: &'static str,
+    pub label: String,
+    pub why: String,
+}
+
+/// One evidence item: its observation next to its expectation.
+pub struct Check {
+    pub index: usize,
+    pub anchor: String,
+    pub check_id: Option<String>,
+    pub check_type: String,
+    pub target: String,
+    pub wave: Option<String>,
+    pub verifier: String,
+    pub verifier_kind: String,
+    pub signed: bool,
+    pub at: String,
+    pub at_iso: String,
+    pub covers: String,
+    pub code: String,
+    pub code_class: &'static str,
+    pub detail: String,
+    pub keys: Vec<KeyRow>,
+    pub extra: Vec<(String, String)>,
+    pub observation_error: Option<String>,
+    /// `observed_value` is not an object: shown whole.
+    pub observed_other: Option<String>,
+    /// The item of a held-out check: its expectation and observation are not shown.
+    pub held_out: bool,
+}
+
+/// One expected key.
+pub struct KeyRow {
+    pub key: String,
+    pub expected: String,
+    pub observed: String,
+    /// `match`, `mismatch` or `missing`.
+    pub class: &'static str,
+    pub label: &'static str,
+}
+
+/// The ledger record itself.
+pub struct RecordView {
+    pub id: u64,
+    pub hash: String,
+    pub prev_hash: String,
+    pub prev_href: Option<String>,
+    pub claim_digest: String,
+    pub contract_digest: Option<String>,
+    /// `ok`, `bad` or `unknown`, and the sentence.
+    pub link_class: &'static str,
+    pub link_text: String,
+    pub signature_class: &'static str,
+    pub signature_text: String,
+    pub raw: String,
+}
+
+/// Builds the decision page from a decision as served.
+pub fn decision(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Explained {
+    // The read side removed secrets when the record was appended; a ledger written by
+    // an older or another writer is scrubbed again here, so no secret reaches the page.
+    let mut claim_v = d.document.clone();
+    evident_ledger::redact_in_place(&mut claim_v);
+    let mut verdict_v = d.verdict.clone();
+    evident_ledger::redact_in_place(&mut verdict_v);
+    let record = record_view(d, prev, trust);
+    let doc = Claim::parse(
+        evident_ledger::canonical_json(&claim_v).as_bytes(),
+        &format!("record {}", d.id),
+    );
+    let verdict: Result<Verdict, String> =
+        serde_json::from_value(verdict_v.clone()).map_err(|e| e.to_string());
+    let (doc, verdict, unreadable) = match (doc, verdict) {
+        (Ok(doc), Ok(v)) => (Some(doc), Some(v), None),
+        (Err(e), _) => (
+            None,
+            None,
+            Some(format!("its claim does not read as a claim: {e}")),
+        ),
+        (_, Err(e)) => (
+            None,
+            None,
+            Some(format!("its verdict does not read as a verdict: {e}")),
+        ),
+    };
+    let claim = doc.as_ref().map(|doc| &doc.claim);
+    let decided = verdict.as_ref().map(|v| v.decided_at.clone());
+    let state = d.state.as_str();
+    let mut view = Explained {
+        id: d.id,
+        kind: text::line(&d.kind, 20),
+        is_gate: d.kind == "gate",
+        is_verify: d.kind == "verify",
+        state: state.into(),
+        state_class: state_class(state),
+        status: status_of(state, d.status.as_deref()),
+        task: d
+            .task_id
+            .as_deref()
+            .map_or_else(|| "—".into(), |t| text::line(t, LONG)),
+        task_description: claim
+            .and_then(|c| c.task.description.as_deref())
+            .map(|t| text::lines(t, LONG)),
+        requested_by: claim
+            .and_then(|c| c.task.requested_by.as_deref())
+            .map(|t| text::line(t, SHORT)),
+        claimed_outcome: claim
+            .and_then(|c| c.claimed_outcome.as_deref())
+            .map(|t| text::lines(t, LONG)),
+        contract: contract_label(
+            d.contract.as_ref().and_then(|c| c.name.as_deref()),
+            d.contract.as_ref().map(|c| c.digest.as_str()),
+        ),
+        contract_digest: d.contract.as_ref().map(|c| text::line(&c.digest, 80)),
+        asked_by: d.asked_by.as_deref().map(|a| text::line(a, SHORT)),
+        via: d.via.as_deref().map(|v| text::line(v, 40)),
+        held_out: d.held_out,
+        time: text::stored_time(&d.time),
+        time_iso: text::line(&d.time, 40),
+        decided_at: decided
+            .as_ref()
+            .map_or_else(|| "—".into(), |t| text::short_time(t.instant())),
+        decided_at_iso: decided
+            .as_ref()
+            .map_or_else(String::new, |t| text::line(t.as_str(), 40)),
+        reason: verdict_v
+            .get("reason")
+            .and_then(Value::as_str)
+            .map_or_else(String::new, |r| text::lines(r, LONG)),
+        unmet: verdict
+            .as_ref()
+            .map(|v| v.unmet.iter().map(|u| text::line(u, SHORT)).collect())
+            .unwrap_or_default(),
+        policy: Vec::new(),
+        unreadable,
+        timeline: Vec::new(),
+        window: None,
+        matrix: Matrix {
+            columns: Vec::new(),
+            task_column: false,
+            rows: Vec::new(),
+        },
+        checks: Vec::new(),
+        more_evidence: 0,
+        more_mutations: 0,
+        record,
+    };
+    if let (Some(doc), Some(verdict)) = (&doc, &verdict) {
+        fill(&mut view, doc, verdict, &d.time, d.id);
+    }
+    view
+}
+
+fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: &str, id: u64) {
+    let c = &doc.claim;
+    let decided = verdict.decided_at.instant();
+    let max_age = c.policy.as_ref().and_then(|p| p.max_age_s).map(|m| m.0);
+    if let Some(p) = &c.policy {
+        let requires: Vec<&str> = p.requires.iter().map(|t| t.as_str()).collect();
+        view.policy = vec![
+            (
+                "policy".into(),
+                p.id.as_deref()
+                    .map_or_else(|| "(no id)".into(), |i| text::line(i, SHORT)),
+            ),
+            (
+                "requires".into(),
+                if requires.is_empty() {
+                    "no check type".into()
+                } else {
+                    requires.join(", ")
+                },
+            ),
+            (
+                "max age".into(),
+                max_age.map_or_else(|| "none".into(), |m| format!("{} s", fmt_num(m))),
+            ),
+            (
+                "on unverified".into(),
+                match p.on_unverified.unwrap_or_default() {
+                    evident_format::OnUnverified::Block => "block",
+                    evident_format::OnUnverified::Warn => "warn",
+                    evident_format::OnUnverified::Record => "record",
+                }
+                .into(),
+            ),
+        ];
+    } else {
+        view.policy = vec![("policy".into(), "none in the document".into())];
+    }
+    let finding = |i: usize| {
+        verdict
+            .findings
+            .get(i)
+            .filter(|f| f.evidence == i)
+            .or_else(|| verdict.findings.iter().find(|f| f.evidence == i))
+    };
+    let mutations = &c.mutations[..c.mutations.len().min(MAX_ITEMS)];
+    let evidence = &c.evidence[..c.evidence.len().min(MAX_ITEMS)];
+    view.more_mutations = c.mutations.len() - mutations.len();
+    view.more_evidence = c.evidence.len() - evidence.len();
+
+    // The freshness window: [decided − max_age, decided].
+    view.window = Some(match max_age {
+        Some(m) => format!(
+            "Evidence counts only when observed within {} before the decision: from {} to {}.",
+            text::duration(m),
+            window_start(decided, m).map_or_else(|| "the beginning".into(), text::short_time),
+            text::short_time(decided)
+        ),
+        None => "The policy sets no max_age_s: evidence of any age counts.".into(),
+    });
+
+    // Coverage, by mutation.
+    let mut satisfied_by: Vec<Vec<usize>> = vec![Vec::new(); mutations.len()];
+    let mut named_by: Vec<usize> = vec![0; mutations.len()];
+    for (i, e) in evidence.iter().enumerate() {
+        let sat = finding(i).is_some_and(|f| f.code == Code::Satisfies);
+        for (j, m) in mutations.iter().enumerate() {
+            if e.covers.iter().any(|id| id == &m.id) {
+                named_by[j] += 1;
+                if sat {
+                    satisfied_by[j].push(i);
+                }
+            }
+        }
+    }
+    view.matrix.columns = mutations
+        .iter()
+        .enumerate()
+        .map(|(j, m)| Column {
+            id: text::line(&m.id, 60),
+            label: format!(
+                "{} {}",
+                text::line(&m.kind, 60),
+                text::line(m.target.as_deref().unwrap_or("-"), 60)
+            ),
+            covered: !satisfied_by[j].is_empty(),
+            covered_text: if satisfied_by[j].is_empty() {
+                format!("not covered ({} item(s) name it)", named_by[j])
+            } else {
+                format!(
+                    "covered by {}",
+                    satisfied_by[j]
+                        .iter()
+                        .map(|i| format!("[{i}]"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+        })
+        .collect();
+    view.matrix.task_column = evidence.iter().any(|e| e.covers.is_empty());
+    for (i, e) in evidence.iter().enumerate() {
+        let f = finding(i);
+        let (class, label, why) = match f {
+            Some(f) => (
+                code_class(f.code),
+                cell_label(f.code),
+                text::line(&f.detail, 400),
+            ),
+            None => ("unusable", "no finding".into(), String::new()),
+        };
+        let cell = |covers: bool| {
+            if covers {
+                Cell {
+                    class,
+                    label: label.clone(),
+                    why: why.clone(),
+                }
+            } else {
+                Cell {
+                    class: "none",
+                    label: "—".into(),
+                    why: String::new(),
+                }
+            }
+        };
+        view.matrix.rows.push(MatrixRow {
+            label: item_label(i, e),
+            anchor: format!("evidence-{i}"),
+            cells: mutations
+                .iter()
+                .map(|m| cell(e.covers.iter().any(|id| id == &m.id)))
+                .collect(),
+            task_cell: view.matrix.task_column.then(|| cell(e.covers.is_empty())),
+        });
+        view.checks.push(check(doc, i, e, f));
+    }
+
+    // The timeline.
+    let mut events: Vec<(OffsetDateTime, Event)> = Vec::new();
+    let rel = |t: OffsetDateTime| {
+        let s = text::seconds_between(t, decided);
+        if s.abs() < 0.0005 {
+            "at the decision".to_string()
+        } else if s > 0.0 {
+            format!("{} before the decision", text::duration(s))
+        } else {
+            format!("{} after the decision", text::duration(s))
+        }
+    };
+    let in_window = |t: OffsetDateTime| {
+        let age = text::seconds_between(t, decided);
+        age >= 0.0 && max_age.is_none_or(|m| age <= m)
+    };
+    for m in mutations {
+        let t = m.at.instant();
+        events.push((
+            t,
+            Event {
+                time: text::short_time(t),
+                time_iso: text::line(m.at.as_str(), 40),
+                class: "mutation",
+                title: format!("mutation {}", text::line(&m.id, SHORT)),
+                detail: format!(
+                    "{} {} (the agent says it made this change then)",
+                    text::line(&m.kind, SHORT),
+                    text::line(m.target.as_deref().unwrap_or("-"), SHORT)
+                ),
+                relative: rel(t),
+                freshness: "",
+                code: String::new(),
+                code_class: "none",
+                in_window: max_age.is_some() && in_window(t),
+                gap: None,
+                anchor: String::new(),
+            },
+        ));
+    }
+    for (i, e) in evidence.iter().enumerate() {
+        let t = e.at.instant();
+        let age = text::seconds_between(t, decided);
+        let freshness = if age < 0.0 {
+            "future"
+        } else if max_age.is_some_and(|m| age > m) {
+            "stale"
+        } else {
+            "fresh"
+        };
+        let f = finding(i);
+        let who = if e.verifier.kind == evident_format::VerifierKind::Independent {
+            text::line(&e.verifier.id, SHORT)
+        } else {
+            format!(
+                "{} ({})",
+                text::line(&e.verifier.id, SHORT),
+                verifier_kind(e)
+            )
+        };
+        events.push((
+            t,
+            Event {
+                time: text::short_time(t),
+                time_iso: text::line(e.at.as_str(), 40),
+                class: "evidence",
+                title: item_label(i, e),
+                detail: format!(
+                    "observed by {who}; covers {}",
+                    covers_text(e),
+                ),
+                relative: rel(t),
+                freshness,
+                code: f.map_or_else(String::new, |f| f.code.as_str().to_string()),
+                code_class: f.map_or("unusable", |f| code_class(f.code)),
+                in_window: max_age.is_some() && freshness == "fresh",
+                gap: None,
+                anchor: format!("evidence-{i}"),
+            },
+        ));
+    }
+    if let Some(m) = max_age
+        && let Some(start) = window_start(decided, m)
+    {
+        events.push((
+            start,
+            Event {
+                time: text::short_time(start),
+                time_iso: String::new(),
+                class: "window",
+                title: "freshness window opens".into(),
+                detail: format!(
+                    "max_age_s = {}: evidence observed before this is stale",
+                    fmt_num(m)
+                ),
+                relative: rel(start),
+                freshness: "",
+                code: String::new(),
+                code_class: "none",
+                in_window: true,
+                gap: None,
+                anchor: String::new(),
+            },
+        ));
+    }
+    events.push((
+        decided,
+        Event {
+            time: text::short_time(decided),
+            time_iso: text::line(verdict.decided_at.as_str(), 40),
+            class: "decision",
+            title: format!("decided: {}", verdict.state.as_str()),
+            detail: if max_age.is_some() {
+                "the freshness window closes".into()
+            } else {
+                String::new()
+            },
+            relative: String::new(),
+            freshness: "",
+            code: verdict.state.as_str().into(),
+            code_class: state_class(verdict.state.as_str()),
+            in_window: max_age.is_some(),
+            gap: None,
+            anchor: String::new(),
+        },
+    ));
+    if let Ok(t) = Timestamp::parse(recorded) {
+        let t = t.instant();
+        events.push((
+            t,
+            Event {
+                time: text::short_time(t),
+                time_iso: text::line(recorded, 40),
+                class: "recorded",
+                title: format!("recorded as #{id}"),
+                detail: String::new(),
+                relative: rel(t),
+                freshness: "",
+                code: String::new(),
+                code_class: "none",
+                in_window: false,
+                gap: None,
+                anchor: "record".into(),
+            },
+        ));
+    }
+    // Stable: at the same instant, mutations come before evidence before the window.
+    events.sort_by_key(|(t, _)| *t);
+    let mut last: Option<OffsetDateTime> = None;
+    for (t, e) in &mut events {
+        if let Some(prev) = last {
+            let gap = text::seconds_between(prev, *t);
+            if gap >= 3600.0 {
+                e.gap = Some(format!("{} later", text::duration(gap)));
+            }
+        }
+        last = Some(*t);
+    }
+    view.timeline = events.into_iter().map(|(_, e)| e).collect();
+}
+
+fn window_start(decided: OffsetDateTime, max_age: f64) -> Option<OffsetDateTime> {
+    time::Duration::checked_seconds_f64(max_age).and_then(|d| decided.checked_sub(d))
+}
+
+fn fmt_num(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
+}
+
+fn code_class(code: Code) -> &'static str {
+    match code {
+        Code::Satisfies => "satisfies",
+        Code::Contradicts => "contradicts",
+        _ => "unusable",
+    }
+}
+
+fn cell_label(code: Code) -> String {
+    match code {
+        Code::Satisfies | Code::Contradicts => code.as_str().into(),
+        other => format!("not usable: {}", other.as_str()),
+    }
+}
+
+fn verifier_kind(e: &Evidence) -> &'static str {
+    match e.verifier.kind {
+        evident_format::VerifierKind::Independent => "independent",
+        evident_format::VerifierKind::SelfAttested => "self_attested",
+        evident_format::VerifierKind::Absent => "absent",
+    }
+}
+
+fn covers_text(e: &Evidence) -> String {
+    if e.covers.is_empty() {
+        "the task (no mutation)".into()
+    } else {
+        text::line(&e.covers.join(", "), SHORT)
+    }
+}
+
+/// `[1] state_readback zip-4472 (before)`.
+fn item_label(i: usize, e: &Evidence) -> String {
+    let mut s = format!("[{i}] {}", text::line(&e.check_type, SHORT));
+    if let Some(id) = &e.check_id {
+        s.push(' ');
+        s.push_str(&text::line(id, SHORT));
+    }
+    if let Some(w) = e.wave {
+        s.push_str(&format!(" ({})", w.as_str()));
+    }
+    s
+}
+
+fn check(
+    doc: &ClaimDocument,
+    i: usize,
+    e: &Evidence,
+    f: Option<&evident_rules::Finding>,
+) -> Check {
+    let held_out = doc
+        .raw
+        .get("evidence")
+        .and_then(|items| items.get(i))
+        .and_then(|item| item.get("held_out"))
+        == Some(&Value::Bool(true));
+    let expected = e.expected.as_object();
+    let observed = e.observed_value.as_object();
+    let health = e.check_type == "endpoint_health";
+    let empty = Map::new();
+    let mut keys = Vec::new();
+    for (k, want) in expected.unwrap_or(&empty) {
+        let got = observed.and_then(|o| o.get(k));
+        let (class, label) = match got {
+            None => ("missing", "not observed"),
+            Some(_) => {
+                let mut one = Map::new();
+                one.insert(k.clone(), want.clone());
+                match evident_rules::compare::compare_object(
+                    &one,
+                    observed.unwrap_or(&empty),
+                    health,
+                ) {
+                    evident_rules::compare::Cmp::Match => ("match", "matches"),
+                    evident_rules::compare::Cmp::Missing(_) => ("missing", "not observed"),
+                    evident_rules::compare::Cmp::Contradiction { .. } => ("mismatch", "differs"),
+                }
+            }
+        };
+        keys.push(KeyRow {
+            key: text::line(k, SHORT),
+            expected: text::json(want, VALUE),
+            observed: got.map_or_else(|| "—".into(), |g| text::json(g, VALUE)),
+            class,
+            label,
+        });
+    }
+    let extra = observed
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| expected.is_none_or(|x| !x.contains_key(*k)))
+                .take(MAX_ITEMS)
+                .map(|(k, v)| (text::line(k, SHORT), text::json(v, VALUE)))
+                .collect()
+        })
+        .unwrap_or_default();
+    Check {
+        index: i,
+        anchor: format!("evidence-{i}"),
+        check_id: e.check_id.as_deref().map(|s| text::line(s, SHORT)),
+        check_type: text::line(&e.check_type, SHORT),
+        target: text::line(e.target.as_deref().unwrap_or("-"), 400),
+        wave: e.wave.map(|w| w.as_str().to_string()),
+        verifier: text::line(&e.verifier.id, SHORT),
+        verifier_kind: verifier_kind(e).into(),
+        signed: e.signature.is_some(),
+        at: text::short_time(e.at.instant()),
+        at_iso: text::line(e.at.as_str(), 40),
+        covers: covers_text(e),
+        code: f.map_or_else(|| "no finding".into(), |f| f.code.as_str().to_string()),
+        code_class: f.map_or("unusable", |f| code_class(f.code)),
+        detail: f.map_or_else(String::new, |f| text::line(&f.detail, LONG)),
+        keys,
+        extra,
+        observation_error: e.observation_error.as_deref().map(|s| text::lines(s, LONG)),
+        observed_other: (!held_out && !e.observed_value.is_object())
+            .then(|| text::json(&e.observed_value, VALUE)),
+        held_out,
+    }
+}
+
+fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> RecordView {
+    let (link_class, link_text) = match prev {
+        Prev::Genesis if d.prev_hash == evident_ledger::GENESIS => {
+            ("ok", "the first record: it follows the genesis value".to_string())
+        }
+        Prev::Genesis => (
+            "bad",
+            "the first record, but its prev_hash is not the genesis value".to_string(),
+        ),
+        Prev::Hash(h) if *h == d.prev_hash => (
+            "ok",
+            format!("follows record #{}: its prev_hash is that record's hash", d.id - 1),
+        ),
+        Prev::Hash(h) => (
+            "bad",
+            format!(
+                "does not follow record #{}: that record's hash is {}",
+                d.id - 1,
+                text::line(h, 64)
+            ),
+        ),
+        Prev::Unreadable(why) => (
+            "unknown",
+            format!("record #{} could not be read: {}", d.id.saturating_sub(1), text::line(why, 400)),
+        ),
+    };
+    let sig_text = d.signature.as_ref().map(evident_ledger::canonical_json);
+    let parsed: Option<Result<RecordSignature, String>> = sig_text
+        .as_deref()
+        .map(|t| serde_json::from_str(t).map_err(|e| e.to_string()));
+    let (signature_class, signature_text) = match (parsed, trust) {
+        (None, Some(_)) => (
+            "bad",
+            "not signed: whoever appended it had no key the trust list names".to_string(),
+        ),
+        (None, None) => ("unknown", "not signed".to_string()),
+        (Some(Err(e)), _) => ("bad", format!("the signature is malformed ({})", text::line(&e, 400))),
+        (Some(Ok(s)), None) => (
+            "unknown",
+            format!(
+                "signed as {} (key {}); not checked: the page was given no trust list",
+                text::line(&s.verifier, SHORT),
+                text::line(&s.keyid, 80)
+            ),
+        ),
+        (Some(Ok(s)), Some(trust)) => {
+            match RecordSignature::check(sig_text.as_deref(), &d.hash, trust) {
+                Ok(()) => (
+                    "ok",
+                    format!(
+                        "signed as {} (key {}): the signature verifies with a key the trust list gives it",
+                        text::line(&s.verifier, SHORT),
+                        text::line(&s.keyid, 80)
+                    ),
+                ),
+                Err(why) => ("bad", format!("{}", text::line(&why, 400))),
+            }
+        }
+    };
+    // The decision as `GET /v1/decisions/{id}` serves it (held-out detail removed).
+    let mut shown = serde_json::to_value(d).unwrap_or_default();
+    evident_ledger::redact_in_place(&mut shown);
+    let raw = serde_json::to_string_pretty(&shown).unwrap_or_default();
+    RecordView {
+        id: d.id,
+        hash: text::line(&d.hash, 80),
+        prev_hash: text::line(&d.prev_hash, 80),
+        prev_href: (d.id > 1).then(|| format!("/decisions/{}", d.id - 1)),
+        claim_digest: text::line(&d.claim_digest, 80),
+        contract_digest: d.contract.as_ref().map(|c| text::line(&c.digest, 80)),
+        link_class,
+        link_text,
+        signature_class,
+        signature_text,
+        raw: text::lines(&raw, MAX_RAW),
+    }
+}
