@@ -100,6 +100,12 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         .with_context(|| format!("--listen {}: cannot listen", a.listen))?;
     std_listener.set_nonblocking(true)?;
     cfg.listen = std_listener.local_addr()?;
+    // The page checks record signatures against the key this server signs with.
+    let page_options = evident_web::Options {
+        trust: cfg.key.as_ref().map(|k| evident_ledger::sign::TrustList {
+            verifiers: vec![k.trusted()],
+        }),
+    };
     let app = evident_serve::App::new(cfg)?;
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();
@@ -110,9 +116,10 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
         let addr = listener.local_addr()?;
-        // TODO(lead): mount evident-mcp at /mcp (app.require_token) and evident-web
-        // at / (app.require_read) here once they land.
-        let router = app.router();
+        // TODO(lead): mount evident-mcp at /mcp (app.require_token) once it lands.
+        // The page (docs/web.md) at /, under the read rule of GET /v1/decisions.
+        let page = evident_web::router(app.decisions(), page_options);
+        let router = app.router_with(app.require_read(page));
         evident_serve::tracing::info!(
             listen = %addr,
             contracts = %app.catalog().dir().display(),

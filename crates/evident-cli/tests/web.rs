@@ -1,0 +1,184 @@
+//! The page as `evident serve` mounts it: the real binary, a real decision made over
+//! HTTP, the page reading it back; open on a loopback listen address, behind a bearer
+//! token otherwise (the same rule as `GET /v1/decisions`).
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct Served {
+    child: Child,
+    addr: SocketAddr,
+    token: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path, listen: &str) -> Served {
+    std::fs::create_dir_all(dir.join("contracts")).unwrap();
+    let (token, hash) = evident_serve::auth::new_token();
+    std::fs::write(
+        dir.join("tokens.toml"),
+        format!("[[token]]\nname = \"ci\"\nsha256 = \"{hash}\"\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("policy.json"),
+        r#"{"id": "owner", "requires": ["state_readback"], "max_age_s": 300}"#,
+    )
+    .unwrap();
+    let key = dir.join("server.key");
+    if !key.exists() {
+        evident_ledger::sign::Key::generate("evident-server")
+            .write_files(&key)
+            .unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_evident"))
+        .arg("serve")
+        .arg("--contracts")
+        .arg(dir.join("contracts"))
+        .args(["--listen", listen, "--ledger"])
+        .arg(dir.join("ledger.db"))
+        .arg("--tokens")
+        .arg(dir.join("tokens.toml"))
+        .arg("--policy")
+        .arg(dir.join("policy.json"))
+        .arg("--key")
+        .arg(&key)
+        .env_remove("EVIDENT_LEDGER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        let mut log = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            log.push_str(&line);
+            log.push('\n');
+            if let Some(at) = line.find("listen=")
+                && let Some(t) = tx.take()
+            {
+                let _ = t.send(Ok(line[at + 7..].split(' ').next().unwrap().to_string()));
+            }
+        }
+        if let Some(t) = tx {
+            let _ = t.send(Err(log));
+        }
+    });
+    let addr: SocketAddr = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Ok(a)) => a.parse().unwrap(),
+        other => panic!("the server did not start: {other:?}"),
+    };
+    Served {
+        child,
+        addr: SocketAddr::from(([127, 0, 0, 1], addr.port())),
+        token,
+    }
+}
+
+/// One request; returns the status and the body.
+fn call(s: &Served, method: &str, path: &str, auth: bool, body: Option<&[u8]>) -> (u16, String) {
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
+        s.addr.port()
+    );
+    if auth {
+        req.push_str(&format!("Authorization: Bearer {}\r\n", s.token));
+    }
+    if let Some(b) = body {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            b.len()
+        ));
+    }
+    req.push_str("\r\n");
+    c.write_all(req.as_bytes()).unwrap();
+    if let Some(b) = body {
+        c.write_all(b).unwrap();
+    }
+    let mut raw = String::new();
+    c.read_to_string(&mut raw).unwrap();
+    let status = raw.split(' ').nth(1).unwrap().parse().unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    assert!(
+        status == 401
+            || head
+                .to_ascii_lowercase()
+                .contains("content-security-policy: default-src 'self'")
+            || path.starts_with("/v1/"),
+        "{path}: no CSP\n{head}"
+    );
+    (status, body.to_string())
+}
+
+/// The spec's example document with its evidence made fresh.
+fn fresh_claim() -> Vec<u8> {
+    let mut v: serde_json::Value =
+        serde_json::from_str(include_str!("../../../examples/claim-verified.json")).unwrap();
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = &time::format_description::well_known::Rfc3339;
+    v["evidence"][0]["at"] = (now - time::Duration::seconds(1)).format(fmt).unwrap().into();
+    v["mutations"][0]["at"] = (now - time::Duration::seconds(5)).format(fmt).unwrap().into();
+    serde_json::to_vec(&v).unwrap()
+}
+
+#[test]
+fn serve_mounts_the_page_open_on_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path(), "127.0.0.1:0");
+    let (status, body) = call(&s, "POST", "/v1/verify", true, Some(&fresh_claim()));
+    assert_eq!(status, 200, "{body}");
+    let id = serde_json::from_str::<serde_json::Value>(&body).unwrap()["id"]
+        .as_u64()
+        .expect("a record id");
+
+    let (status, list) = call(&s, "GET", "/?kind=verify", false, None);
+    assert_eq!(status, 200, "{list}");
+    assert!(list.contains(&format!("href=\"/decisions/{id}\"")));
+    assert!(list.contains("deploy-4471"));
+    assert!(list.contains(">ci<"), "who asked: the token's name");
+    let (_, gates) = call(&s, "GET", "/", false, None);
+    assert!(gates.contains("No gate decisions recorded yet."));
+    assert!(!gates.contains("deploy-4471"), "verify shown apart from gate");
+
+    let (status, page) = call(&s, "GET", &format!("/decisions/{id}"), false, None);
+    assert_eq!(status, 200);
+    assert!(page.contains("verify decision"));
+    assert!(page.contains("the policy the server holds"));
+    assert!(page.contains("ci (via http)"), "who asked, through what");
+    assert!(
+        page.contains("the signature verifies"),
+        "signed by the server's key, checked against it"
+    );
+    let (status, css) = call(&s, "GET", "/assets/evident.css", false, None);
+    assert_eq!(status, 200);
+    assert!(css.contains("ol.timeline"));
+    // The API beside it is untouched.
+    assert_eq!(call(&s, "GET", "/v1/decisions", false, None).0, 200);
+}
+
+#[test]
+fn off_loopback_the_page_needs_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path(), "0.0.0.0:0");
+    for path in ["/", "/decisions/1", "/assets/evident.css"] {
+        let (status, _) = call(&s, "GET", path, false, None);
+        assert_eq!(status, 401, "{path} open off loopback");
+    }
+    let (status, body) = call(&s, "GET", "/", true, None);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Gate decisions"));
+}
