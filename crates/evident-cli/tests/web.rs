@@ -130,8 +130,14 @@ fn fresh_claim() -> Vec<u8> {
         serde_json::from_str(include_str!("../../../examples/claim-verified.json")).unwrap();
     let now = time::OffsetDateTime::now_utc();
     let fmt = &time::format_description::well_known::Rfc3339;
-    v["evidence"][0]["at"] = (now - time::Duration::seconds(1)).format(fmt).unwrap().into();
-    v["mutations"][0]["at"] = (now - time::Duration::seconds(5)).format(fmt).unwrap().into();
+    v["evidence"][0]["at"] = (now - time::Duration::seconds(1))
+        .format(fmt)
+        .unwrap()
+        .into();
+    v["mutations"][0]["at"] = (now - time::Duration::seconds(5))
+        .format(fmt)
+        .unwrap()
+        .into();
     serde_json::to_vec(&v).unwrap()
 }
 
@@ -152,7 +158,10 @@ fn serve_mounts_the_page_open_on_loopback() {
     assert!(list.contains(">ci<"), "who asked: the token's name");
     let (_, gates) = call(&s, "GET", "/", false, None);
     assert!(gates.contains("No gate decisions recorded yet."));
-    assert!(!gates.contains("deploy-4471"), "verify shown apart from gate");
+    assert!(
+        !gates.contains("deploy-4471"),
+        "verify shown apart from gate"
+    );
 
     let (status, page) = call(&s, "GET", &format!("/decisions/{id}"), false, None);
     assert_eq!(status, 200);

@@ -46,7 +46,9 @@ fn run() -> Result<(), String> {
     }
     let ledger = evident_ledger::open_existing(ledger.as_deref()).map_err(|e| e.to_string())?;
     let trust = trust
-        .map(|t| evident_ledger::TrustList::load(std::path::Path::new(&t)).map_err(|e| e.to_string()))
+        .map(|t| {
+            evident_ledger::TrustList::load(std::path::Path::new(&t)).map_err(|e| e.to_string())
+        })
         .transpose()?;
     let decisions = evident_pipeline::view::Decisions::new(ledger);
     let app = evident_web::router(Arc::new(decisions), evident_web::Options { trust });
@@ -55,7 +57,10 @@ fn run() -> Result<(), String> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        eprintln!("page: http://{}/", listener.local_addr().map_err(|e| e.to_string())?);
+        eprintln!(
+            "page: http://{}/",
+            listener.local_addr().map_err(|e| e.to_string())?
+        );
         axum::serve(listener, app).await.map_err(|e| e.to_string())
     })
 }

@@ -162,9 +162,8 @@ async fn read<T: Send + 'static>(
 ) -> Result<T, Response> {
     let s = shared.clone();
     let task = tokio::task::spawn_blocking(move || op(&s.decisions));
-    let unreadable = |status, message: &str| {
-        error_page(shared, status, "The ledger could not be read", message)
-    };
+    let unreadable =
+        |status, message: &str| error_page(shared, status, "The ledger could not be read", message);
     match tokio::time::timeout(READ_TIMEOUT, task).await {
         Ok(Ok(Ok(v))) => Ok(v),
         Ok(Ok(Err(ReadError::NotFound(id)))) => Err(error_page(
@@ -233,9 +232,10 @@ impl ListQuery {
         };
         let limit = match last("limit") {
             None => None,
-            Some(v) => Some(v.parse::<u64>().map_err(|_| {
-                format!("limit: {:?} is not a whole number", text::line(v, 40))
-            })?),
+            Some(v) => Some(
+                v.parse::<u64>()
+                    .map_err(|_| format!("limit: {:?} is not a whole number", text::line(v, 40)))?,
+            ),
         };
         Ok(ListQuery {
             kind,
@@ -369,7 +369,11 @@ async fn list(
             explain,
             kind: q.kind,
             states,
-            task: q.task.as_deref().map(|t| text::line(t, 200)).unwrap_or_default(),
+            task: q
+                .task
+                .as_deref()
+                .map(|t| text::line(t, 200))
+                .unwrap_or_default(),
             filtered,
             rows,
             empty,
@@ -514,9 +518,8 @@ mod tests {
         // As if written by an older writer that did not redact.
         let mut v = refuted_json();
         v["claim"]["evidence"][1]["observed_value"]["db_password"] = json!("hunter2-secret");
-        v["claim"]["task"]["description"] = json!(
-            "use postgres://app:pa55w0rd-secret@db/prod and Bearer abcdefghijklmnop-secret"
-        );
+        v["claim"]["task"]["description"] =
+            json!("use postgres://app:pa55w0rd-secret@db/prod and Bearer abcdefghijklmnop-secret");
         v["verdict"]["reason"] = json!("Refuted: token=Bearer tok-secret-123456");
         let html = render(&served(v));
         assert!(!html.contains("-secret"), "a secret on the page");
@@ -530,12 +533,24 @@ mod tests {
         let html = render(&served(v));
         // The agent's own readback (not the check) still shows its 10001; the gate's
         // observation of the held-out check, its query and its id do not show.
-        assert!(!html.contains("10002"), "a held-out observation on the page");
-        assert!(!html.contains("SELECT billing_zip"), "a held-out target on the page");
-        assert!(!html.contains("zip-4472"), "a held-out check's id on the page");
+        assert!(
+            !html.contains("10002"),
+            "a held-out observation on the page"
+        );
+        assert!(
+            !html.contains("SELECT billing_zip"),
+            "a held-out target on the page"
+        );
+        assert!(
+            !html.contains("zip-4472"),
+            "a held-out check's id on the page"
+        );
         assert!(html.contains("held-out-1"));
         assert!(html.contains("held-out check: what it expects and observes is not shown"));
-        assert!(html.contains("id=\"state\">refuted<"), "the verdict still shows");
+        assert!(
+            html.contains("id=\"state\">refuted<"),
+            "the verdict still shows"
+        );
     }
 
     #[test]
@@ -610,7 +625,16 @@ mod tests {
     fn decisions_are_named_by_record_id() {
         assert_eq!(record_id("42"), Some(42));
         assert_eq!(record_id("#42"), Some(42));
-        for bad in ["0", "", "#", "../etc", "1e3", "-1", "18e130a0", &"9".repeat(20)] {
+        for bad in [
+            "0",
+            "",
+            "#",
+            "../etc",
+            "1e3",
+            "-1",
+            "18e130a0",
+            &"9".repeat(20),
+        ] {
             assert_eq!(record_id(bad), None, "{bad}");
         }
     }

@@ -65,9 +65,7 @@ fn contract_label(name: Option<&str>, digest: Option<&str>) -> String {
 
 /// `blocked`/`allowed` beside an unverified state (verified and refuted say it all).
 fn status_of(state: &str, status: Option<&str>) -> Option<String> {
-    status
-        .filter(|s| *s != state)
-        .map(|s| text::line(s, 20))
+    status.filter(|s| *s != state).map(|s| text::line(s, 20))
 }
 
 /// A list row.
@@ -542,10 +540,7 @@ fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: 
                 time_iso: text::line(e.at.as_str(), 40),
                 class: "evidence",
                 title: item_label(i, e),
-                detail: format!(
-                    "observed by {who}; covers {}",
-                    covers_text(e),
-                ),
+                detail: format!("observed by {who}; covers {}", covers_text(e),),
                 relative: rel(t),
                 freshness,
                 code: f.map_or_else(String::new, |f| f.code.as_str().to_string()),
@@ -692,12 +687,7 @@ fn item_label(i: usize, e: &Evidence) -> String {
     s
 }
 
-fn check(
-    doc: &ClaimDocument,
-    i: usize,
-    e: &Evidence,
-    f: Option<&evident_rules::Finding>,
-) -> Check {
+fn check(doc: &ClaimDocument, i: usize, e: &Evidence, f: Option<&evident_rules::Finding>) -> Check {
     let held_out = doc
         .raw
         .get("evidence")
@@ -771,16 +761,20 @@ fn check(
 
 fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> RecordView {
     let (link_class, link_text) = match prev {
-        Prev::Genesis if d.prev_hash == evident_ledger::GENESIS => {
-            ("ok", "the first record: it follows the genesis value".to_string())
-        }
+        Prev::Genesis if d.prev_hash == evident_ledger::GENESIS => (
+            "ok",
+            "the first record: it follows the genesis value".to_string(),
+        ),
         Prev::Genesis => (
             "bad",
             "the first record, but its prev_hash is not the genesis value".to_string(),
         ),
         Prev::Hash(h) if *h == d.prev_hash => (
             "ok",
-            format!("follows record #{}: its prev_hash is that record's hash", d.id - 1),
+            format!(
+                "follows record #{}: its prev_hash is that record's hash",
+                d.id - 1
+            ),
         ),
         Prev::Hash(h) => (
             "bad",
@@ -792,7 +786,11 @@ fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Reco
         ),
         Prev::Unreadable(why) => (
             "unknown",
-            format!("record #{} could not be read: {}", d.id.saturating_sub(1), text::line(why, 400)),
+            format!(
+                "record #{} could not be read: {}",
+                d.id.saturating_sub(1),
+                text::line(why, 400)
+            ),
         ),
     };
     let sig_text = d.signature.as_ref().map(evident_ledger::canonical_json);
@@ -805,7 +803,10 @@ fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Reco
             "not signed: whoever appended it had no key the trust list names".to_string(),
         ),
         (None, None) => ("unknown", "not signed".to_string()),
-        (Some(Err(e)), _) => ("bad", format!("the signature is malformed ({})", text::line(&e, 400))),
+        (Some(Err(e)), _) => (
+            "bad",
+            format!("the signature is malformed ({})", text::line(&e, 400)),
+        ),
         (Some(Ok(s)), None) => (
             "unknown",
             format!(
@@ -824,7 +825,7 @@ fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Reco
                         text::line(&s.keyid, 80)
                     ),
                 ),
-                Err(why) => ("bad", format!("{}", text::line(&why, 400))),
+                Err(why) => ("bad", text::line(&why, 400)),
             }
         }
     };

@@ -52,7 +52,10 @@ fn billing_copy(dir: &Path) -> PathBuf {
     dst.canonicalize().unwrap()
 }
 
-fn recording(ledger: &Path, origin: Option<evident_pipeline::Origin>) -> evident_pipeline::Recording {
+fn recording(
+    ledger: &Path,
+    origin: Option<evident_pipeline::Origin>,
+) -> evident_pipeline::Recording {
     evident_pipeline::Recording {
         ledger: Some(ledger.display().to_string()),
         origin,
@@ -64,7 +67,8 @@ fn gate(root: &Path, contract: &str, claim: &str, ledger: &Path, key: &Key) -> u
     let name = root.join(contract).display().to_string();
     let bytes = std::fs::read(root.join(contract)).unwrap();
     let contract = evident_gate::Contract::parse(&bytes, &name).unwrap();
-    let claim = evident_format::Claim::parse(&std::fs::read(root.join(claim)).unwrap(), claim).unwrap();
+    let claim =
+        evident_format::Claim::parse(&std::fs::read(root.join(claim)).unwrap(), claim).unwrap();
     let settings = evident_gate::Settings {
         jobs: 2,
         deadline: Duration::from_secs(300),
@@ -149,8 +153,17 @@ fn build() -> Fixture {
     let root = billing_copy(dir.path());
     let key = Key::from_seed("evident-gate-test", [7; 32]);
     let verified = gate(&root, "contract.toml", "claim.json", &ledger, &key);
-    let refuted = gate(&root, "contract-4472.toml", "claim-refuted.json", &ledger, &key);
-    let example = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claim-verified.json")).unwrap();
+    let refuted = gate(
+        &root,
+        "contract-4472.toml",
+        "claim-refuted.json",
+        &ledger,
+        &key,
+    );
+    let example = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claim-verified.json"),
+    )
+    .unwrap();
     let verify_id = verify(&example, &ledger, None);
     let hostile = verify(
         &hostile_claim(),
@@ -217,7 +230,14 @@ fn get(path: &str) -> Reply {
     let text = String::from_utf8(raw).expect("UTF-8 response");
     let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
     let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let headers = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
@@ -258,7 +278,10 @@ fn assert_own_page(r: &Reply) {
     assert!(!r.body.contains("<style"), "inline style element");
     let scripts = r.body.matches("<script").count();
     assert_eq!(scripts, 1, "one script element, the page's own file");
-    assert!(r.body.contains("<script src=\"/assets/evident.js\" defer></script>"));
+    assert!(
+        r.body
+            .contains("<script src=\"/assets/evident.js\" defer></script>")
+    );
 }
 
 fn rows(body: &str) -> Vec<&str> {
@@ -278,18 +301,27 @@ fn the_list_shows_gate_decisions_apart_from_verify_decisions() {
     assert!(gate_rows[0].contains(&format!("href=\"/decisions/{}\"", f.refuted)));
     assert!(gate_rows[0].contains("data-state=\"refuted\""));
     assert!(gate_rows[0].contains("billing-4472"));
-    assert!(gate_rows[0].contains("contract-4472"), "the contract's name");
+    assert!(
+        gate_rows[0].contains("contract-4472"),
+        "the contract's name"
+    );
     assert!(gate_rows[0].contains(">ci<"), "who asked");
     assert!(gate_rows[0].contains("<time datetime=\"20"));
     assert!(gate_rows[1].contains("data-state=\"verified\""));
-    assert!(!r.body.contains("deploy-4471"), "a verify decision in the gate list");
+    assert!(
+        !r.body.contains("deploy-4471"),
+        "a verify decision in the gate list"
+    );
 
     let v = get("/?kind=verify");
     assert_eq!(v.status, 200);
     let verify_rows = rows(&v.body);
     assert_eq!(verify_rows.len(), 2);
     assert!(v.body.contains(&format!("/decisions/{}", f.verify)));
-    assert!(v.body.contains("not recorded"), "the CLI-style record names no requester");
+    assert!(
+        v.body.contains("not recorded"),
+        "the CLI-style record names no requester"
+    );
     assert!(!v.body.contains("billing-4472"));
     assert!(v.body.contains("evident observed nothing itself"));
 }
@@ -312,7 +344,14 @@ fn the_list_filters_by_state_and_task_and_refuses_a_bad_filter() {
     assert!(rows(&r.body).is_empty());
     assert!(r.body.contains("No decision matches this filter."));
 
-    for bad in ["/?state=done", "/?kind=hook", "/?cursor=x", "/?limit=0", "/?limit=1000", "/?limit=-2"] {
+    for bad in [
+        "/?state=done",
+        "/?kind=hook",
+        "/?cursor=x",
+        "/?limit=0",
+        "/?limit=1000",
+        "/?limit=-2",
+    ] {
         let r = get(bad);
         assert_eq!(r.status, 400, "{bad}");
         assert!(r.body.contains("Bad filter"), "{bad}");
@@ -329,14 +368,24 @@ fn the_list_pages_newest_first() {
     assert!(one[0].contains(&format!("/decisions/{}\"", f.refuted)));
     let older = format!("/?kind=gate&#38;limit=1&#38;cursor=b{}", f.refuted);
     assert!(first.body.contains(&older), "{}", first.body);
-    assert!(!first.body.contains("rel=\"first\""), "the first page is the newest");
+    assert!(
+        !first.body.contains("rel=\"first\""),
+        "the first page is the newest"
+    );
 
     let second = get(&older.replace("&#38;", "&"));
     let two = rows(&second.body);
     assert_eq!(two.len(), 1);
     assert!(two[0].contains(&format!("/decisions/{}\"", f.verified)));
-    assert!(!second.body.contains("rel=\"next\""), "nothing older than the first record");
-    assert!(second.body.contains("href=\"/?kind=gate&#38;limit=1\" rel=\"first\""));
+    assert!(
+        !second.body.contains("rel=\"next\""),
+        "nothing older than the first record"
+    );
+    assert!(
+        second
+            .body
+            .contains("href=\"/?kind=gate&#38;limit=1\" rel=\"first\"")
+    );
 
     let bad = get("/?cursor=zzz");
     assert_eq!(bad.status, 400);
@@ -360,7 +409,10 @@ fn a_refuted_decision_shows_why() {
     assert!(timeline.contains("decided: refuted"));
     assert!(timeline.contains("zip-4472 (before)"));
     assert!(timeline.contains("zip-4472 (after)"));
-    assert!(timeline.contains("class=\"fresh stale\""), "the agent's old readback is stale");
+    assert!(
+        timeline.contains("class=\"fresh stale\""),
+        "the agent's old readback is stale"
+    );
     // Coverage: the readbacks contradict m1; the tests satisfy m2.
     let coverage = section(b, "coverage");
     assert!(coverage.contains("cell contradicts"));
@@ -369,7 +421,10 @@ fn a_refuted_decision_shows_why() {
     assert!(coverage.contains("not covered"));
     // The contradicting check: observed next to expected.
     let checks = section(b, "checks");
-    let mismatch = checks.split("<tr class=\"mismatch\">").nth(1).expect("a mismatching key");
+    let mismatch = checks
+        .split("<tr class=\"mismatch\">")
+        .nth(1)
+        .expect("a mismatching key");
     assert!(mismatch.contains("billing_zip"));
     assert!(mismatch.contains("&#34;10001&#34;") && mismatch.contains("&#34;10002&#34;"));
     // The record: hash checked, link checked, signature verified by the trust list.
@@ -411,27 +466,51 @@ fn hostile_claim_text_is_escaped_cut_and_scrubbed() {
             "' onmouseover='",
             "href=\"javascript:",
         ] {
-            assert!(!b.contains(bad), "{path}: {bad:?} reached the page unescaped");
+            assert!(
+                !b.contains(bad),
+                "{path}: {bad:?} reached the page unescaped"
+            );
         }
         assert!(!b.contains(SECRET), "{path}: a secret on the page");
-        assert!(!b.contains('\u{202e}'), "{path}: a bidi override on the page");
+        assert!(
+            !b.contains('\u{202e}'),
+            "{path}: a bidi override on the page"
+        );
         assert!(b.len() < 400_000, "{path}: {} bytes", b.len());
     }
     let b = get(&format!("/decisions/{}", f.hostile)).body;
     assert!(b.contains("&#60;script&#62;alert(&#39;task&#39;)&#60;/script&#62;"));
-    assert!(b.contains("\\u{202e}gnp.exe"), "the override shown, not obeyed");
-    assert!(b.contains("more characters not shown"), "long strings are cut");
+    assert!(
+        b.contains("\\u{202e}gnp.exe"),
+        "the override shown, not obeyed"
+    );
+    assert!(
+        b.contains("more characters not shown"),
+        "long strings are cut"
+    );
     assert!(b.contains("[redacted]"));
-    assert!(b.contains("&#60;b&#62;ci&#60;/b&#62;&#34; onclick=&#34;x"), "who asked, escaped");
+    assert!(
+        b.contains("&#60;b&#62;ci&#60;/b&#62;&#34; onclick=&#34;x"),
+        "who asked, escaped"
+    );
     // A filter value is reflected escaped too.
     let r = get("/?task=%22%3E%3Cscript%3Ealert(1)%3C%2Fscript%3E");
     assert!(!r.body.contains("<script>alert"));
-    assert!(r.body.contains("value=\"&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;\""));
+    assert!(
+        r.body
+            .contains("value=\"&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;\"")
+    );
 }
 
 #[test]
 fn unknown_and_malformed_decisions_are_404_pages() {
-    for path in ["/decisions/9999", "/decisions/..%2F..%2Fetc", "/decisions/abc", "/decisions/0", "/decisions/99999999999999999999"] {
+    for path in [
+        "/decisions/9999",
+        "/decisions/..%2F..%2Fetc",
+        "/decisions/abc",
+        "/decisions/0",
+        "/decisions/99999999999999999999",
+    ] {
         let r = get(path);
         assert_eq!(r.status, 404, "{path}");
         assert!(r.body.contains("No such decision"), "{path}");
@@ -447,8 +526,16 @@ fn unknown_and_malformed_decisions_are_404_pages() {
 #[test]
 fn the_stylesheet_script_and_icon_are_served_by_evident() {
     for (path, ty, body) in [
-        ("/assets/evident.css", "text/css; charset=utf-8", evident_web::CSS),
-        ("/assets/evident.js", "text/javascript; charset=utf-8", evident_web::JS),
+        (
+            "/assets/evident.css",
+            "text/css; charset=utf-8",
+            evident_web::CSS,
+        ),
+        (
+            "/assets/evident.js",
+            "text/javascript; charset=utf-8",
+            evident_web::JS,
+        ),
         ("/assets/favicon.svg", "image/svg+xml", evident_web::ICON),
     ] {
         let r = get(path);
@@ -512,7 +599,13 @@ fn the_page_in_a_real_browser() {
     );
     assert!(result.status.success(), "browser test failed:\n{text}");
     assert!(text.contains("browser: ok"), "{text}");
-    for shot in ["list-desktop.png", "decision-desktop.png", "list-phone.png", "decision-phone.png", "decision-nojs.png"] {
+    for shot in [
+        "list-desktop.png",
+        "decision-desktop.png",
+        "list-phone.png",
+        "decision-phone.png",
+        "decision-nojs.png",
+    ] {
         let meta = std::fs::metadata(out.join(shot)).unwrap_or_else(|e| panic!("{shot}: {e}"));
         assert!(meta.len() > 10_000, "{shot} is {} bytes", meta.len());
     }
