@@ -773,14 +773,14 @@ fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Reco
             "ok",
             format!(
                 "follows record #{}: its prev_hash is that record's hash",
-                d.id - 1
+                d.id.saturating_sub(1)
             ),
         ),
         Prev::Hash(h) => (
             "bad",
             format!(
                 "does not follow record #{}: that record's hash is {}",
-                d.id - 1,
+                d.id.saturating_sub(1),
                 text::line(h, 64)
             ),
         ),
