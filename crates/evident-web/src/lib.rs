@@ -596,6 +596,50 @@ mod tests {
         assert!(html.contains("its prev_hash is not the genesis value"));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Any text in any agent-written field: the page renders, and no element but
+        /// the page's own comes of it.
+        #[test]
+        fn any_agent_text_renders_as_text(t in "\\PC{0,40}", tag in "<(zq[a-z]{0,4}|img|iframe|svg)[ />]") {
+            let text = format!("{t}{tag}{t}\"'&");
+            let mut v = refuted_json();
+            v["task_id"] = json!(text);
+            v["claim"]["task"]["id"] = json!(text);
+            v["claim"]["claimed_outcome"] = json!(text);
+            v["claim"]["mutations"][0]["target"] = json!(text);
+            v["claim"]["evidence"][1]["target"] = json!(text);
+            v["claim"]["evidence"][1]["check_id"] = json!(text);
+            v["claim"]["evidence"][1]["observed_value"][text.clone()] = json!(text);
+            v["claim"]["evidence"][1]["expected"][text.clone()] = json!(text);
+            v["verdict"]["reason"] = json!(text);
+            v["verdict"]["findings"][1]["detail"] = json!(text);
+            let html = render(&served(v));
+            proptest::prop_assert!(!html.contains(&tag), "{} reached the page", tag);
+            proptest::prop_assert_eq!(html.matches("<script").count(), 1);
+        }
+
+        /// Any JSON in place of the decided document or the verdict: a page, never a
+        /// panic.
+        #[test]
+        fn any_document_renders(n in 0u8..6, s in "\\PC{0,20}") {
+            let junk = match n {
+                0 => json!(null),
+                1 => json!(s),
+                2 => json!([s, 1, {"a": s}]),
+                3 => json!({"evidence": [{"at": s}], "mutations": "x"}),
+                4 => json!({"findings": [{"evidence": 99, "code": "satisfies"}]}),
+                _ => json!(-1),
+            };
+            for field in ["claim", "verdict"] {
+                let mut v = refuted_json();
+                v[field] = junk.clone();
+                let html = render(&served(v));
+                proptest::prop_assert!(html.contains("id=\"record-hash\""));
+            }
+        }
+    }
+
     fn q(pairs: &[(&str, &str)]) -> Result<ListQuery, String> {
         let owned: Vec<(String, String)> = pairs
             .iter()
