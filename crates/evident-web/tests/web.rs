@@ -84,6 +84,7 @@ fn gate(root: &Path, contract: &str, claim: &str, ledger: &Path, key: &Key) -> u
         settings,
         key: Some(key),
         key_path: None,
+        before: None,
         recording: recording(
             ledger,
             Some(evident_pipeline::Origin {
