@@ -232,6 +232,43 @@ fn an_undeclared_row_change_is_not_verified() {
     assert_eq!(code, 3, "{v}");
 }
 
+/// Attack (red16): rows whose ids spell the claimed one differently (`4471/`,
+/// `./4471`, `4471//`) are added unclaimed. Their targets canonicalise to the claimed
+/// `accounts/4471`, so they passed as claimed and the claim verified. Twin: such a
+/// row already there and left alone does not stop the honest change verifying.
+#[test]
+fn a_row_spelling_the_claimed_target_differently_is_not_claimed() {
+    let (w, contract) = sqlite_world();
+    sqlite(
+        &w.root.join("billing.db"),
+        "INSERT INTO accounts VALUES ('4472/', '20002');",
+    );
+    let before = w.snapshot(&contract);
+    sqlite(
+        &w.root.join("billing.db"),
+        "UPDATE accounts SET billing_zip = '94107' WHERE id = '4471';",
+    );
+    let (code, doc, out) = w.gate(&contract, &w.claim(&["accounts/4471"]), Some(&before));
+    assert_eq!(code, 0, "honest twin: {out}");
+    assert_eq!(doc["verdict"]["state"], "verified", "{out}");
+    sqlite(
+        &w.root.join("billing.db"),
+        "INSERT INTO accounts VALUES ('4471/', '00000'), ('./4471', '00000'), ('4471//', '66666');",
+    );
+    let (code, doc, out) = w.gate(&contract, &w.claim(&["accounts/4471"]), Some(&before));
+    assert_eq!(code, 3, "{out}");
+    assert_eq!(doc["verdict"]["state"], "unverified", "{out}");
+    let s = snapshot_run(&doc, "accounts");
+    assert_eq!(s["observed"]["unclaimed_changes"], 3, "{s}");
+    assert!(
+        s["error"]
+            .as_str()
+            .unwrap()
+            .contains("accounts/4471/ (added)"),
+        "{s}"
+    );
+}
+
 #[test]
 fn an_undeclared_file_is_not_verified() {
     let (w, contract) = sqlite_world();

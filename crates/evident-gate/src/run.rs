@@ -614,8 +614,13 @@ async fn compare_snapshots(
         .filter_map(crate::contract::canonical_target)
         .map(|t| t.into_owned())
         .collect();
+    // A difference is claimed only under its own spelling: an item named
+    // `accounts/4471/` (a row whose id is "4471/") is another item than the claimed
+    // `accounts/4471`, though both canonicalise alike; an added row must not pass
+    // behind a claimed one.
     let is_claimed = |t: &str| {
-        crate::contract::canonical_target(t).is_some_and(|t| claimed.iter().any(|c| *c == t))
+        crate::contract::canonical_target(t)
+            .is_some_and(|c| c == t && claimed.iter().any(|x| *x == c))
     };
     let mut out = Vec::new();
     let base = contract.checks.len();

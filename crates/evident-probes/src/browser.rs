@@ -534,13 +534,16 @@ pub async fn observe(
         attached: tokio::sync::Notify::new(),
     });
     let mut ports: Vec<u16> = page.port_or_known_default().into_iter().collect();
-    if page.scheme() == "http" {
+    let mut tls_only = Vec::new();
+    if page.scheme() == "http" && !ports.contains(&443) {
         ports.push(443);
+        tls_only.push(443);
     }
     let recorder = rules.clone();
     let proxy = crate::origin_proxy::start(
         page.host_str().unwrap_or_default().to_string(),
         ports,
+        tls_only,
         Arc::new(move |origin| {
             recorder.seen().blocked.insert(origin);
         }),

@@ -213,6 +213,9 @@ pub async fn scan(
         }
     }
     let mut out = Vec::with_capacity(keys.len());
+    // PEXPIRETIME (Redis 7) names the moment a key expires; an older server only says
+    // whether it will (PTTL's sign).
+    let mut exact_expiry = true;
     for key in keys {
         let dump: Option<Vec<u8>> = redis::cmd("DUMP")
             .arg(&key)
@@ -220,13 +223,58 @@ pub async fn scan(
             .await
             .map_err(cmd_error)?;
         let Some(dump) = dump else { continue };
+        let Some(expiry) = expiry(&mut con, &key, &mut exact_expiry).await? else {
+            continue;
+        };
         let name = utf8(key, "a key name")?;
         let mut fields = Map::new();
         fields.insert("key".into(), Value::from(name));
+        // DUMP carries no expiry: an EXPIRE set on a key (it will vanish) or a PERSIST
+        // (a temporary key made permanent) is a change too.
+        let mut h = Sha256::new();
+        h.update(&dump);
+        h.update(format!("\0expiry:{expiry}").as_bytes());
         out.push(crate::sets::Item {
             fields,
-            sha256: hex::encode(Sha256::digest(&dump)),
+            sha256: hex::encode(h.finalize()),
         });
     }
     Ok(out)
+}
+
+/// A key's expiry as hashed: the absolute time in ms (`-1` when it has none), or with
+/// a server before Redis 7 `expires`/`-1`; `None` when the key went away meanwhile.
+async fn expiry(
+    con: &mut redis::aio::MultiplexedConnection,
+    key: &[u8],
+    exact: &mut bool,
+) -> Result<Option<String>, ProbeError> {
+    if *exact {
+        match redis::cmd("PEXPIRETIME")
+            .arg(key)
+            .query_async::<i64>(con)
+            .await
+        {
+            Ok(-2) => return Ok(None),
+            Ok(t) => return Ok(Some(t.to_string())),
+            Err(e)
+                if e.to_string()
+                    .to_ascii_lowercase()
+                    .contains("unknown command") =>
+            {
+                *exact = false;
+            }
+            Err(e) => return Err(cmd_error(e)),
+        }
+    }
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(key)
+        .query_async(con)
+        .await
+        .map_err(cmd_error)?;
+    Ok(match ttl {
+        -2 => None,
+        -1 => Some("-1".into()),
+        _ => Some("expires".into()),
+    })
 }

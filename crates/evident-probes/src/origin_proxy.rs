@@ -33,10 +33,14 @@ impl Drop for OriginProxy {
 }
 
 /// Starts the proxy for `host` on `ports`; connections elsewhere are refused and
-/// the `scheme://host:port` asked for is told to `blocked`.
+/// the `scheme://host:port` asked for is told to `blocked`. A port in `tls_only` (443
+/// beside an http page: the https upgrade) is only a TLS tunnel: a plain request
+/// or WebSocket to it is refused, so a server of the agent's listening there cannot
+/// be sent the page's data in the clear (TLS needs a certificate the browser trusts).
 pub async fn start(
     host: String,
     ports: Vec<u16>,
+    tls_only: Vec<u16>,
     blocked: Arc<dyn Fn(String) + Send + Sync>,
 ) -> std::io::Result<OriginProxy> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -45,11 +49,16 @@ pub async fn start(
     let set = tasks.clone();
     let accept = tokio::spawn(async move {
         while let Ok((sock, _)) = listener.accept().await {
-            let (host, ports, blocked) = (host.clone(), ports.clone(), blocked.clone());
+            let (host, ports, tls, blocked) = (
+                host.clone(),
+                ports.clone(),
+                tls_only.clone(),
+                blocked.clone(),
+            );
             if let Ok(mut t) = set.lock() {
                 // Reap finished connections so the set stays small.
                 while t.try_join_next().is_some() {}
-                t.spawn(serve(sock, host, ports, blocked));
+                t.spawn(serve(sock, host, ports, tls, blocked));
             }
         }
     });
@@ -64,6 +73,7 @@ async fn serve(
     mut sock: TcpStream,
     host: String,
     ports: Vec<u16>,
+    tls_only: Vec<u16>,
     blocked: Arc<dyn Fn(String) + Send + Sync>,
 ) {
     let mut buf = Vec::new();
@@ -99,25 +109,17 @@ async fn serve(
         let _ = sock.write_all(FORBIDDEN).await;
         return;
     };
-    if !same_host(&h, &host) || !ports.contains(&p) {
+    let tls = tls_only.contains(&p);
+    if !same_host(&h, &host) || !ports.contains(&p) || (tls && !connect) {
         blocked(shown);
         let _ = sock.write_all(FORBIDDEN).await;
         return;
     }
-    let Ok(Ok(mut up)) = tokio::time::timeout(
-        Duration::from_secs(10),
-        TcpStream::connect((host.trim_matches(['[', ']']), p)),
-    )
-    .await
-    else {
-        let _ = sock
-            .write_all(
-                b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-            )
-            .await;
-        return;
-    };
-    if connect {
+    // A TLS-only port: the tunnel is granted first and its first byte must open a TLS
+    // handshake record (0x16) before any connection is made, so a plain WebSocket
+    // never reaches whatever listens there.
+    let mut first = buf[end..].to_vec();
+    if tls {
         if sock
             .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             .await
@@ -125,7 +127,42 @@ async fn serve(
         {
             return;
         }
-        if up.write_all(&buf[end..]).await.is_err() {
+        while first.is_empty() {
+            match tokio::time::timeout(Duration::from_secs(10), sock.read(&mut chunk)).await {
+                Ok(Ok(n)) if n > 0 => first.extend_from_slice(&chunk[..n]),
+                _ => return,
+            }
+        }
+        if first[0] != 0x16 {
+            blocked(format!("{shown} (not TLS)"));
+            return;
+        }
+    }
+    let Ok(Ok(mut up)) = tokio::time::timeout(
+        Duration::from_secs(10),
+        TcpStream::connect((host.trim_matches(['[', ']']), p)),
+    )
+    .await
+    else {
+        if !tls {
+            let _ = sock
+                .write_all(
+                    b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )
+                .await;
+        }
+        return;
+    };
+    if connect {
+        if !tls
+            && sock
+                .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                .await
+                .is_err()
+        {
+            return;
+        }
+        if up.write_all(&first).await.is_err() {
             return;
         }
     } else {
@@ -196,6 +233,79 @@ fn split_authority(s: &str, default: u16) -> Option<(String, u16)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Attack (red16): for an http page the proxy also let through 443 (the https
+    /// upgrade), for anything: a page's `new WebSocket("ws://127.0.0.1:443/?d=…")`
+    /// carried the page's data in the clear to whatever listened there (the agent, as
+    /// root). Port 443 is now a TLS tunnel only. Twins: a TLS handshake passes; a
+    /// plain WebSocket to the page's own port passes.
+    #[tokio::test]
+    async fn the_upgrade_port_carries_only_tls() {
+        async fn listener() -> (u16, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = l.local_addr().unwrap().port();
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            tokio::spawn(async move {
+                while let Ok((mut s, _)) = l.accept().await {
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        let mut b = vec![0u8; 1024];
+                        let n = tokio::time::timeout(Duration::from_secs(2), s.read(&mut b))
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .unwrap_or(0);
+                        let _ = tx.send(b[..n].to_vec());
+                    });
+                }
+            });
+            (port, rx)
+        }
+        let (page, mut page_rx) = listener().await;
+        let (upgrade, mut upgrade_rx) = listener().await;
+        let proxy = start(
+            "127.0.0.1".into(),
+            vec![page, upgrade],
+            vec![upgrade],
+            Arc::new(|_| {}),
+        )
+        .await
+        .unwrap();
+        let send = |port: u16, first: &'static [u8]| {
+            let pp = proxy.port;
+            async move {
+                let mut s = TcpStream::connect(("127.0.0.1", pp)).await.unwrap();
+                s.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes())
+                    .await
+                    .unwrap();
+                let mut b = [0u8; 64];
+                let _ = s.read(&mut b).await;
+                let _ = s.write_all(first).await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        };
+        send(upgrade, b"GET /ws?d=PAGEDATA HTTP/1.1\r\n\r\n").await;
+        let plain = tokio::time::timeout(Duration::from_secs(1), upgrade_rx.recv()).await;
+        assert!(
+            plain.is_err() || plain.unwrap().is_none_or(|b| b.is_empty()),
+            "a plain request reached the upgrade port"
+        );
+        send(upgrade, b"\x16\x03\x01hello").await;
+        let tls = tokio::time::timeout(Duration::from_secs(2), upgrade_rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(tls.starts_with(b"\x16\x03\x01"), "twin: TLS passes");
+        send(page, b"GET /ws HTTP/1.1\r\n\r\n").await;
+        let own = tokio::time::timeout(Duration::from_secs(2), page_rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            own.starts_with(b"GET /ws"),
+            "twin: the page's own port is not TLS-only"
+        );
+    }
 
     #[test]
     fn connect_targets_are_split() {

@@ -282,10 +282,12 @@ fn files(spec: &FilesSpec, root: &std::path::Path) -> Result<Vec<Item>, ProbeErr
                 h.update(target.as_os_str().as_encoded_bytes());
                 hex::encode(h.finalize())
             } else if ft.is_file() {
-                let mut f = dir
-                    .open(&child)
-                    .map_err(|e| paths::open_error(&child_name, &e))?;
+                let (mut f, mode) =
+                    open_regular(&dir, &child).map_err(|e| paths::open_error(&child_name, &e))?;
                 let mut h = Sha256::new();
+                // The permission bits are part of the file (a config made
+                // world-writable, a script made setuid, is a change).
+                h.update(format!("file {mode:o}\0").as_bytes());
                 let mut buf = vec![0u8; 64 * 1024];
                 let mut total: u64 = 0;
                 loop {
@@ -314,6 +316,29 @@ fn files(spec: &FilesSpec, root: &std::path::Path) -> Result<Vec<Item>, ProbeErr
     Ok(out)
 }
 
+/// Opens a file the walk listed as a regular file: without blocking and without
+/// following a symlink (a FIFO or a link renamed over it since would otherwise block
+/// the open for ever, and the runtime with it), and only if it still is a regular
+/// file. Its permission bits with it.
+fn open_regular(
+    dir: &cap_std::fs::Dir,
+    path: &std::path::Path,
+) -> std::io::Result<(cap_std::fs::File, u32)> {
+    use cap_std::fs::{OpenOptionsExt, PermissionsExt};
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW;
+    let mut opts = cap_std::fs::OpenOptions::new();
+    opts.read(true)
+        .custom_flags(i32::try_from(flags.bits()).unwrap_or(0));
+    let f = dir.open_with(path, &opts)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "it is no longer a regular file (replaced while it was read)",
+        ));
+    }
+    Ok((f, meta.permissions().mode() & 0o7777))
+}
+
 /// Every file of the tree at `rev`, by mode and blob id (objects verified by the
 /// witness).
 async fn git_tree(g: &GitTree, ctx: &Context) -> Result<Vec<Item>, ProbeError> {
@@ -338,4 +363,76 @@ async fn git_tree(g: &GitTree, ctx: &Context) -> Result<Vec<Item>, ProbeError> {
             Ok(path_item(path, format!("{:o}:{}", f.mode, f.oid)))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hashes(root: &std::path::Path) -> BTreeMap<String, String> {
+        let spec = FilesSpec {
+            path: "config".into(),
+            max_files: None,
+            max_bytes: None,
+        };
+        files(&spec, root)
+            .unwrap()
+            .into_iter()
+            .map(|i| (i.fields["path"].as_str().unwrap().to_string(), i.sha256))
+            .collect()
+    }
+
+    /// Attack (red16): a process renaming a FIFO over a file the walk had listed made
+    /// the open block for ever (no writer), and the gate with it, past its time limit
+    /// and SIGTERM. The open is refused at once; a regular file (twin) opens.
+    #[test]
+    fn a_fifo_where_a_file_was_listed_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("plain"), "x").unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.path().join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let root = d.path().to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let dir = paths::root_dir(&root).unwrap();
+            let fifo = open_regular(&dir, std::path::Path::new("fifo")).map(|(_, m)| m);
+            let plain = open_regular(&dir, std::path::Path::new("plain")).map(|(_, m)| m);
+            let _ = tx.send((fifo.is_err(), plain.is_ok()));
+        });
+        let (fifo_refused, plain_opened) = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("opening a FIFO blocked");
+        assert!(fifo_refused, "a FIFO is not a regular file");
+        assert!(plain_opened, "twin: a regular file opens");
+    }
+
+    /// Attack (red16): only content was hashed, so a config made world-writable and
+    /// setuid (`chmod 4777`) was no change. Twin: a file left alone hashes the same.
+    #[test]
+    fn a_chmod_is_a_change() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("config")).unwrap();
+        for f in ["app.toml", "other.toml"] {
+            let p = d.path().join("config").join(f);
+            std::fs::write(&p, "mode = 'live'\n").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let before = hashes(d.path());
+        assert_eq!(hashes(d.path()), before, "twin: nothing changed");
+        std::fs::set_permissions(
+            d.path().join("config/app.toml"),
+            std::fs::Permissions::from_mode(0o4777),
+        )
+        .unwrap();
+        let after = hashes(d.path());
+        assert_ne!(after["config/app.toml"], before["config/app.toml"]);
+        assert_eq!(after["config/other.toml"], before["config/other.toml"]);
+    }
 }

@@ -124,3 +124,81 @@ async fn redis_unreachable_and_secret() {
         ProbeError::EnvMissing { .. }
     ));
 }
+
+/// Attack (red16): a snapshot set hashed each key from DUMP only, which carries no
+/// expiry, so an EXPIRE put on a key nobody claimed (it will vanish) or a PERSIST
+/// (a temporary key made permanent) passed unseen. Twin: keys left alone, a TTL
+/// included, hash the same on a second read.
+#[tokio::test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs Redis: .ci/run sets its address and runs this (see README, Development)"
+)]
+async fn a_snapshot_set_sees_expire_and_persist() {
+    let Some(url) = service("EVIDENT_TEST_REDIS_URL") else {
+        return;
+    };
+    let mut a = admin(&url).await;
+    let p = unique("evident:ttlset");
+    let (owner, tmp, calm) = (
+        format!("{p}:owner"),
+        format!("{p}:tmp"),
+        format!("{p}:calm"),
+    );
+    for (k, ttl) in [(&owner, None), (&tmp, Some(600)), (&calm, Some(900))] {
+        let mut c = redis::cmd("SET");
+        c.arg(k).arg("v");
+        if let Some(t) = ttl {
+            c.arg("EX").arg(t);
+        }
+        let _: () = c.query_async(&mut a).await.unwrap();
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut c = ctx(d.path());
+    c.env.insert("CACHE_URL".into(), url.clone());
+    let source: evident_probes::sets::SetSource = toml::from_str::<toml::Value>(&format!(
+        r#"s = {{ redis = {{ url_env = "CACHE_URL", pattern = "{p}:*" }} }}"#
+    ))
+    .unwrap()["s"]
+        .clone()
+        .try_into()
+        .unwrap();
+    let read = || async {
+        let items = evident_probes::sets::read(&source, &c, std::time::Duration::from_secs(5))
+            .await
+            .unwrap();
+        items
+            .into_iter()
+            .map(|i| (i.fields["key"].as_str().unwrap().to_string(), i.sha256))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let before = read().await;
+    assert_eq!(before.len(), 3);
+    assert_eq!(
+        read().await,
+        before,
+        "twin: nothing changed, the same hashes"
+    );
+    let _: () = redis::cmd("EXPIRE")
+        .arg(&owner)
+        .arg(3600)
+        .query_async(&mut a)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("PERSIST")
+        .arg(&tmp)
+        .query_async(&mut a)
+        .await
+        .unwrap();
+    let after = read().await;
+    let _: () = redis::cmd("DEL")
+        .arg(&owner)
+        .arg(&tmp)
+        .arg(&calm)
+        .query_async(&mut a)
+        .await
+        .unwrap();
+    assert_ne!(after[&owner], before[&owner], "EXPIRE on a key is a change");
+    assert_ne!(after[&tmp], before[&tmp], "PERSIST on a key is a change");
+    assert_eq!(after[&calm], before[&calm], "a TTL left alone is no change");
+}
