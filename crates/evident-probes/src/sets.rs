@@ -412,6 +412,61 @@ mod tests {
         assert!(plain_opened, "twin: a regular file opens");
     }
 
+    /// Attack (red16): a row was hashed from its plain observation, where SQLite's
+    /// BLOB x'cafe' reads as the text "cafe" and REAL infinity as the text "inf": an
+    /// agent rewriting a value as another storage class with the same spelling made no
+    /// change. Twin: rows left alone hash the same.
+    #[tokio::test]
+    async fn a_sqlite_value_rewritten_as_another_type_is_a_change() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("t.db");
+        let sql = |q: &str| {
+            let out = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()",
+                ])
+                .arg(&db)
+                .arg(q)
+                .output()
+                .expect("python3 runs");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        sql("CREATE TABLE t(id INTEGER PRIMARY KEY, token, lim); \
+             INSERT INTO t VALUES (1, 'cafe', 'inf'), (2, 'beef', 'x');");
+        let source = SetSource::Sqlite(SqliteSpec {
+            path: "t.db".into(),
+            query: "SELECT id, token, lim FROM t ORDER BY id".into(),
+            params: Vec::new(),
+            max_rows: None,
+        });
+        let ctx = Context::from_process(d.path());
+        let read = || async {
+            read(&source, &ctx, Duration::from_secs(10))
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|i| i.sha256)
+                .collect::<Vec<_>>()
+        };
+        let before = read().await;
+        assert_eq!(read().await, before, "twin: nothing changed");
+        sql("UPDATE t SET token = x'cafe' WHERE id = 1;");
+        let blob = read().await;
+        assert_ne!(blob[0], before[0], "TEXT 'cafe' → BLOB x'cafe' is a change");
+        assert_eq!(blob[1], before[1]);
+        sql("UPDATE t SET token = 'cafe', lim = 1e999 WHERE id = 1;");
+        assert_ne!(
+            read().await[0],
+            before[0],
+            "TEXT 'inf' → REAL inf is a change"
+        );
+    }
+
     /// Attack (red16): only content was hashed, so a config made world-writable and
     /// setuid (`chmod 4777`) was no change. Twin: a file left alone hashes the same.
     #[test]

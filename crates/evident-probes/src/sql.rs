@@ -262,7 +262,12 @@ pub async fn read_sqlite(
     }
     let result = async {
         let q = bind_params!(sqlx::query(AssertSqlSafe(spec.query.clone())), &spec.params);
-        Ok(collect_rows!(q.fetch(&mut conn), max, sqlite_row, all))
+        Ok(collect_rows!(
+            q.fetch(&mut conn),
+            max,
+            |r: &SqliteRow| sqlite_row(r, all),
+            all
+        ))
     }
     .await;
     let _ = conn.close().await;
@@ -381,7 +386,11 @@ mod statement_tests {
     }
 }
 
-fn sqlite_row(row: &SqliteRow) -> Result<Object, ProbeError> {
+/// One row. `typed` (a snapshot's read, which hashes rows) keeps SQLite's storage
+/// class where the plain form would hide it: a BLOB is `{"blob": hex}` (not the text
+/// its hex spells), a non-finite REAL `{"real": "inf"}` (not the text `"inf"`), so
+/// a value rewritten as another type with the same spelling is a change.
+fn sqlite_row(row: &SqliteRow, typed: bool) -> Result<Object, ProbeError> {
     let mut obj = Map::new();
     for (i, col) in row.columns().iter().enumerate() {
         let name = col.name();
@@ -397,18 +406,31 @@ fn sqlite_row(row: &SqliteRow) -> Result<Object, ProbeError> {
                     row.try_get_unchecked::<i64, _>(i)
                         .map_err(|e| decode_err(name, e))?,
                 ),
-                "REAL" => float(
-                    row.try_get_unchecked::<f64, _>(i)
-                        .map_err(|e| decode_err(name, e))?,
-                ),
+                "REAL" => {
+                    let f = row
+                        .try_get_unchecked::<f64, _>(i)
+                        .map_err(|e| decode_err(name, e))?;
+                    if typed && !f.is_finite() {
+                        serde_json::json!({ "real": f.to_string() })
+                    } else {
+                        float(f)
+                    }
+                }
                 "TEXT" | "DATE" | "TIME" | "DATETIME" => Value::from(
                     row.try_get_unchecked::<String, _>(i)
                         .map_err(|e| decode_err(name, e))?,
                 ),
-                "BLOB" => Value::from(hex::encode(
-                    row.try_get_unchecked::<Vec<u8>, _>(i)
-                        .map_err(|e| decode_err(name, e))?,
-                )),
+                "BLOB" => {
+                    let hex = hex::encode(
+                        row.try_get_unchecked::<Vec<u8>, _>(i)
+                            .map_err(|e| decode_err(name, e))?,
+                    );
+                    if typed {
+                        serde_json::json!({ "blob": hex })
+                    } else {
+                        Value::from(hex)
+                    }
+                }
                 "NULL" => Value::Null,
                 other => return Err(unsupported(name, other)),
             }
