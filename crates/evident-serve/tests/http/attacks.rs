@@ -313,6 +313,13 @@ fn a_body_trickled_slowly_is_cut_at_the_deadline() {
             start.elapsed() < std::time::Duration::from_secs(10),
             "{path}: held open"
         );
-        parse(&out).problem(408);
+        // The body's own deadline (408) and the request's (503, "deadline") are both
+        // 0.8 s here; which answers first is timing. Either refuses within the limit.
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.starts_with("HTTP/1.1 408") || text.starts_with("HTTP/1.1 503"),
+            "{path}: {text}"
+        );
+        assert!(text.contains("problem"), "{path}: {text}");
     }
 }
