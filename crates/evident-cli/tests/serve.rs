@@ -82,6 +82,12 @@ impl Served {
             )
             .unwrap();
         }
+        std::fs::write(
+            dir.join("trust.json"),
+            json!({ "verifiers": [{ "id": gate_key().id(), "public_key": gate_key().public_key_base64() }] })
+                .to_string(),
+        )
+        .unwrap();
         let mut child = Command::new(bin())
             .arg("serve")
             .arg("--contracts")
@@ -91,6 +97,8 @@ impl Served {
             .arg(&tokens)
             .arg("--policy")
             .arg(dir.join("policy.json"))
+            .arg("--trust")
+            .arg(dir.join("trust.json"))
             .args(extra)
             .env_remove("EVIDENT_LEDGER")
             .stdin(Stdio::null())
@@ -189,10 +197,23 @@ impl Drop for Served {
     }
 }
 
+/// The key of the verifier the example evidence names, which the servers trust.
+fn gate_key() -> evident_ledger::sign::Key {
+    evident_ledger::sign::Key::from_seed("gitreal-gate/0.3", [7; 32])
+}
+
+/// Signs every evidence item with the trusted key.
+fn signed(mut claim: Value) -> Value {
+    for item in claim["evidence"].as_array_mut().unwrap() {
+        evident_ledger::sign::attach_signature(item, &gate_key()).unwrap();
+    }
+    claim
+}
+
 fn fresh_claim(task: &str) -> Value {
     let now = time::OffsetDateTime::now_utc();
     let f = &time::format_description::well_known::Rfc3339;
-    json!({
+    signed(json!({
         "spec_version": "0.1",
         "task": { "id": task },
         "claimed_outcome": "Updated the billing address on account 4471.",
@@ -202,7 +223,7 @@ fn fresh_claim(task: &str) -> Value {
                        "expected": { "billing_zip": "94107" }, "observed_value": { "billing_zip": "94107" },
                        "at": (now - time::Duration::seconds(1)).format(f).unwrap(), "covers": ["m1"],
                        "verifier": { "id": "gitreal-gate/0.3", "kind": "independent" } }]
-    })
+    }))
 }
 
 #[test]
@@ -480,11 +501,15 @@ fn bench_verify_with_wrk() {
         ledger.to_str().unwrap(),
         &["--threads", &threads],
     );
-    let example = include_str!("../../../examples/claim-verified.json");
+    // Its evidence signed by the key the server's --trust lists, so it verifies.
+    let example = signed(
+        serde_json::from_str(include_str!("../../../examples/claim-verified.json")).unwrap(),
+    )
+    .to_string();
     let (status, v) = s.call(
         "POST",
         "/v1/verify",
-        Some(&serde_json::from_str(example).unwrap()),
+        Some(&serde_json::from_str(&example).unwrap()),
     );
     assert_eq!(
         (status, v["state"].as_str()),
@@ -495,7 +520,7 @@ fn bench_verify_with_wrk() {
     std::fs::write(
         &script,
         format!(
-            "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Authorization\"] = \"Bearer {}\"\nwrk.body = [[{}]]\n",
+            "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Authorization\"] = \"Bearer {}\"\nwrk.body = [==[{}]==]\n",
             s.token,
             example
         ),

@@ -191,3 +191,70 @@ fn off_loopback_the_page_needs_a_token() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("Gate decisions"));
 }
+
+/// A claim as deep as the claim format allows (129 levels), decided by `evident
+/// verify` and recorded, nests one level deeper in its record, past serde_json's 128:
+/// `show`, `log`, the export check, `GET /v1/decisions/{id}` and the page could not
+/// read it back. Every reader now reads what the writer accepts.
+#[test]
+fn a_record_as_deep_as_the_format_allows_reads_back_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut claim: serde_json::Value = serde_json::from_slice(&fresh_claim()).unwrap();
+    let mut x = serde_json::json!([]);
+    for _ in 1..125 {
+        x = serde_json::json!([x]);
+    }
+    claim["evidence"][0]["observed_value"]["x"] = x.clone();
+    let file = dir.path().join("deep.json");
+    std::fs::write(&file, serde_json::to_vec(&claim).unwrap()).unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let evident = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_evident"))
+            .args(args)
+            .args(["--ledger", ledger.to_str().unwrap()])
+            .env_remove("EVIDENT_LEDGER")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, out, err) = evident(&["verify", file.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = evident(&["show", "1"]);
+    assert_eq!(code, Some(0), "show: {out}{err}");
+    let (code, out, err) = evident(&["show", "1", "--json"]);
+    assert_eq!(code, Some(0), "show --json: {out}{err}");
+    let shown: serde_json::Value = evident_ledger::depth::from_str(&out).unwrap();
+    assert_eq!(shown["claim"]["evidence"][0]["observed_value"]["x"], x);
+    let (code, out, err) = evident(&["log"]);
+    assert_eq!(code, Some(0), "log: {out}{err}");
+    assert!(out.contains("deploy-4471"), "{out}");
+    let (code, out, err) = evident(&["ledger", "verify", "--deep"]);
+    assert_eq!(code, Some(0), "ledger verify: {out}{err}");
+    let export = dir.path().join("export.jsonl");
+    let (code, out, err) = evident(&["ledger", "export", "--out", export.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "export: {out}{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_evident"))
+        .args(["ledger", "verify", "--export", export.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // The service over the same ledger: the API and the page.
+    let s = serve(dir.path(), "127.0.0.1:0");
+    let (status, body) = call(&s, "GET", "/v1/decisions/1", false, None);
+    assert_eq!(status, 200, "{body}");
+    let (status, page) = call(&s, "GET", "/decisions/1", false, None);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("deploy-4471"));
+    let (status, list) = call(&s, "GET", "/?kind=verify", false, None);
+    assert_eq!(status, 200, "{list}");
+    assert!(list.contains("href=\"/decisions/1\""), "{list}");
+}

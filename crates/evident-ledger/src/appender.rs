@@ -75,6 +75,8 @@ impl Appender {
 
     /// Appends one decision (signed with `key` when given) and waits for its record.
     pub fn append(&self, entry: NewEntry, key: Option<&Key>) -> Result<Record> {
+        // Checked here, not in the batch: one refused entry must not fail the others.
+        crate::refuse_too_deep(&entry, &self.location)?;
         let (reply, answer) = mpsc::sync_channel(1);
         self.tx
             .send(Job {
@@ -88,6 +90,7 @@ impl Appender {
 
     /// [`Appender::append`] for async code: the task waits, no thread blocks.
     pub async fn append_async(&self, entry: NewEntry, key: Option<&Key>) -> Result<Record> {
+        crate::refuse_too_deep(&entry, &self.location)?;
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.tx
             .send(Job {

@@ -29,6 +29,7 @@
 mod appender;
 pub mod attest;
 pub mod canon;
+pub mod depth;
 pub mod record;
 pub mod redact;
 pub mod sign;
@@ -55,6 +56,36 @@ pub use store::Filter;
 use record::{ChainChecker, Prepared, Row};
 use store::Conn;
 
+/// [`Ledger::check_depth`], for a writer that holds only the location.
+pub(crate) fn refuse_too_deep(e: &NewEntry, location: &str) -> Result<()> {
+    // The record's body holds each document one level down (`{"claim": …}`).
+    let documents = [
+        Some(&e.claim),
+        e.contract.as_ref(),
+        Some(&e.verdict),
+        e.origin.as_ref(),
+    ];
+    let deepest = documents
+        .into_iter()
+        .flatten()
+        .map(depth::of_value)
+        .max()
+        .unwrap_or(0);
+    if deepest + 1 > depth::MAX_DEPTH {
+        return Err(Error {
+            kind: ErrorKind::Refused,
+            location: location.to_string(),
+            message: format!(
+                "cannot append a record nested {} levels deep: a record may nest at most {} levels (the documents inside it {})",
+                deepest + 1,
+                depth::MAX_DEPTH,
+                depth::MAX_DEPTH - 1
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The environment variable naming the ledger when no location is given.
 pub const ENV_VAR: &str = "EVIDENT_LEDGER";
 /// The default ledger, relative to the current directory.
@@ -80,6 +111,9 @@ pub enum ErrorKind {
     NotFound,
     /// The data in the store is not a valid record.
     Corrupt,
+    /// The entry cannot be recorded as given (it nests deeper than
+    /// [`depth::MAX_DEPTH`]); nothing was stored.
+    Refused,
 }
 
 /// A ledger error. `location` never holds a password.
@@ -455,6 +489,9 @@ impl Ledger {
         } else {
             format!("cannot append {} records", entries.len())
         };
+        for (e, _) in &entries {
+            self.check_depth(e)?;
+        }
         let prepared: Vec<(Prepared, Option<sign::Key>)> = entries
             .into_iter()
             .map(|(e, k)| (Prepared::new(e), k))
@@ -463,6 +500,12 @@ impl Ledger {
         self.with_conn(&what, move |c| {
             Box::pin(async move { c.append(prepared, pause).await })
         })
+    }
+
+    /// Refuses an entry whose record would nest deeper than every reader reads
+    /// ([`depth::MAX_DEPTH`]).
+    pub(crate) fn check_depth(&self, e: &NewEntry) -> Result<()> {
+        refuse_too_deep(e, &self.shown)
     }
 
     /// One record by id.
@@ -715,7 +758,7 @@ pub fn verify_export_opts(
                 reason,
             }),
         };
-        let mut v: serde_json::Value = match serde_json::from_str(&line) {
+        let mut v: serde_json::Value = match depth::from_str(&line) {
             Ok(v) => v,
             Err(e) => {
                 let mut r = broken(format!("line {}: not JSON: {e}", n + 1));

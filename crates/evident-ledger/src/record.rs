@@ -96,7 +96,7 @@ impl Record {
     /// Parse a stored body (and its stored hash and signature) back into a record.
     pub fn from_body(body: &str, hash: &str, signature: Option<&str>) -> Result<Record, String> {
         let full: FullBody =
-            serde_json::from_str(body).map_err(|e| format!("body is not a record: {e}"))?;
+            crate::depth::from_str(body).map_err(|e| format!("body is not a record: {e}"))?;
         Ok(Record {
             id: full.id,
             time: full.time,
@@ -608,7 +608,7 @@ impl ChainChecker {
                 ),
             );
         }
-        let view: BodyView<'_> = match serde_json::from_str(&row.body) {
+        let view: BodyView<'_> = match crate::depth::from_str(&row.body) {
             Ok(v) => v,
             Err(e) => {
                 return fail(
@@ -701,7 +701,7 @@ impl ChainChecker {
             }
         }
         if self.options.deep {
-            match serde_json::from_str::<Value>(&row.body) {
+            match crate::depth::from_str::<Value>(&row.body) {
                 Ok(v) if canonical_json(&v) == row.body => {}
                 _ => {
                     return fail(

@@ -733,7 +733,7 @@ impl Conn {
             let verdict: Option<String> = r.try_get(9)?;
             let verdict = match verdict {
                 Some(text) => {
-                    serde_json::from_str(&text).map_err(|e| sqlx::Error::ColumnDecode {
+                    crate::depth::from_str(&text).map_err(|e| sqlx::Error::ColumnDecode {
                         index: "verdict".into(),
                         source: Box::new(e),
                     })?
@@ -741,17 +741,16 @@ impl Conn {
                 None => serde_json::Value::Null,
             };
             let origin: Option<String> = r.try_get(10)?;
-            let origin = match origin.as_deref() {
-                None | Some("null") => None,
-                Some(text) => {
-                    Some(
-                        serde_json::from_str(text).map_err(|e| sqlx::Error::ColumnDecode {
+            let origin =
+                match origin.as_deref() {
+                    None | Some("null") => None,
+                    Some(text) => Some(crate::depth::from_str(text).map_err(|e| {
+                        sqlx::Error::ColumnDecode {
                             index: "origin".into(),
                             source: Box::new(e),
-                        })?,
-                    )
-                }
-            };
+                        }
+                    })?),
+                };
             Ok(Summary {
                 id: u64::try_from(id).unwrap_or(0),
                 time: r.try_get(1)?,

@@ -1021,3 +1021,59 @@ fn sqlite_a_large_batch_spans_several_inserts() {
     let report = ledger.verify_with(true).unwrap();
     assert_eq!((report.records, report.broken), (151, None));
 }
+
+/// `n` arrays, one inside the other.
+fn nested(n: usize) -> serde_json::Value {
+    let mut v = json!([]);
+    for _ in 1..n {
+        v = json!([v]);
+    }
+    v
+}
+
+/// The writer and the readers agree on how deep a record may nest: a record at the
+/// limit is appended and read back by every reader (get, list, deep verify, export
+/// and its check); one level deeper is refused before anything is stored, by the
+/// ledger and by the group-commit writer, which still records the entry handed to
+/// it beside the refused one.
+#[test]
+fn records_nest_as_deep_as_the_readers_read_and_no_deeper() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().join("ledger.db").display().to_string();
+    let l = open(Some(&location)).unwrap();
+    let max = evident_ledger::depth::MAX_DEPTH;
+    // The body holds the claim one level down.
+    let mut at_limit = entry("deep", "verified");
+    at_limit.claim["x"] = nested(max - 2);
+    let r = l.append(at_limit).unwrap();
+    let back = l.get(r.id).unwrap();
+    assert_eq!(back.claim["x"], nested(max - 2));
+    assert_eq!(l.list(&Filter::default()).unwrap().len(), 1);
+    assert_eq!(l.list_summaries(&Filter::default()).unwrap().len(), 1);
+    assert_eq!(l.verify_with(true).unwrap().broken, None);
+    let mut export = Vec::new();
+    l.export(&mut export).unwrap();
+    let v = evident_ledger::verify_export(&export[..]).unwrap();
+    assert_eq!((v.records, v.broken), (1, None));
+
+    let mut too_deep = entry("deeper", "verified");
+    too_deep.claim["x"] = nested(max - 1);
+    let e = l.append(too_deep.clone()).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Refused, "{e}");
+    assert!(e.message.contains(&max.to_string()), "{e}");
+    let mut in_verdict = entry("deeper", "verified");
+    in_verdict.verdict["x"] = nested(max);
+    assert_eq!(l.append(in_verdict).unwrap_err().kind, ErrorKind::Refused);
+
+    let appender = evident_ledger::Appender::spawn(open(Some(&location)).unwrap(), 64).unwrap();
+    std::thread::scope(|s| {
+        let refused = s.spawn(|| appender.append(too_deep, None));
+        let honest = s.spawn(|| appender.append(entry("honest", "verified"), None));
+        assert_eq!(
+            refused.join().unwrap().unwrap_err().kind,
+            ErrorKind::Refused
+        );
+        assert_eq!(honest.join().unwrap().unwrap().id, 2);
+    });
+    assert_eq!(l.verify_with(true).unwrap().records, 2);
+}

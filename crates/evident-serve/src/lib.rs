@@ -26,7 +26,7 @@ mod routes;
 
 use axum::Router;
 use evident_format::Policy;
-use evident_ledger::sign::Key;
+use evident_ledger::sign::{Key, TrustList};
 use evident_pipeline::catalog::Catalog;
 use evident_pipeline::view::Decisions;
 use std::collections::HashMap;
@@ -54,6 +54,11 @@ pub struct Config {
     /// The owner's policy for `POST /v1/verify` (name, policy); without it that route
     /// answers 503.
     pub policy: Option<(String, Policy)>,
+    /// The owner's trust list for `POST /v1/verify` (`verify --trust`): evidence that
+    /// calls itself independent counts only when signed by a listed key over exactly
+    /// its content. Without one no evidence is authenticated, so a document never
+    /// verifies on its own say-so.
+    pub trust: Option<TrustList>,
     /// Signs every gate's evidence and every record's hash.
     pub key: Option<Key>,
     /// Where the key was read from (warned about when inside a contract root).
@@ -74,11 +79,26 @@ pub struct Config {
     pub jobs: usize,
     /// Most records in one ledger commit (group commit).
     pub max_batch: usize,
+    /// How long a client has to send a request's headers, and how long a kept-alive
+    /// connection may sit idle (slowloris).
+    pub header_timeout: Duration,
+    /// Connections open at once; past it a new connection gets 503 and is closed.
+    pub max_connections: usize,
+    /// On shutdown, how long requests in flight get to finish before their
+    /// connections are closed (idle ones are closed at once).
+    pub shutdown_grace: Duration,
+    /// Claims parsed and decided at once (`POST /v1/verify`, and a gate's claim before
+    /// it queues for a gate slot): the CPU-bound part.
+    pub verify_concurrency: usize,
+    /// How long a claim waits for a decision slot before 503 + `Retry-After`.
+    pub verify_wait: Duration,
 }
 
 impl Config {
     /// The defaults: 4 MiB bodies, 30 s per request, 600 s per gate, 2 gates at once
-    /// with 32 waiting, 8 checks per gate, 256 records per commit.
+    /// with 32 waiting, 8 checks per gate, 256 records per commit, 10 s for headers,
+    /// 1024 connections, 30 s of grace on shutdown, one decision per core at once
+    /// with 1 s of waiting for a slot.
     pub fn new(listen: SocketAddr, contracts: PathBuf) -> Config {
         Config {
             listen,
@@ -86,6 +106,7 @@ impl Config {
             ledger: None,
             tokens: Tokens::default(),
             policy: None,
+            trust: None,
             key: None,
             key_path: None,
             allowed_hosts: Vec::new(),
@@ -96,6 +117,11 @@ impl Config {
             gate_queue: 32,
             jobs: 8,
             max_batch: 256,
+            header_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+            shutdown_grace: Duration::from_secs(30),
+            verify_concurrency: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            verify_wait: Duration::from_secs(1),
         }
     }
 }
@@ -128,6 +154,8 @@ pub(crate) struct State {
     /// `None`: any Host (an unspecified listen address and no --allow-host).
     pub(crate) hosts: Option<Vec<(String, Option<u16>)>>,
     pub(crate) gate_slots: Arc<tokio::sync::Semaphore>,
+    /// Claims being parsed and decided ([`Config::verify_concurrency`]).
+    pub(crate) decide_slots: Arc<tokio::sync::Semaphore>,
     pub(crate) roots: std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
     pub(crate) jobs: routes::Jobs,
     pub(crate) metrics: metrics::Metrics,
@@ -140,9 +168,14 @@ impl App {
     /// Opens the ledger and the contracts directory. Blocking (opening the ledger
     /// connects to it): call before the runtime serves, or on a blocking thread.
     pub fn new(cfg: Config) -> Result<App, StartError> {
-        if cfg.gate_concurrency == 0 || cfg.jobs == 0 || cfg.body_limit == 0 {
+        if cfg.gate_concurrency == 0
+            || cfg.jobs == 0
+            || cfg.body_limit == 0
+            || cfg.max_connections == 0
+            || cfg.verify_concurrency == 0
+        {
             return Err(StartError::Setting(
-                "--gate-concurrency, --jobs and --body-limit must be at least 1".into(),
+                "--gate-concurrency, --jobs, --body-limit, --max-connections and --verify-concurrency must be at least 1".into(),
             ));
         }
         let catalog = Catalog::open(&cfg.contracts).map_err(|e| {
@@ -166,6 +199,7 @@ impl App {
             open_reads,
             hosts,
             gate_slots,
+            decide_slots: Arc::new(tokio::sync::Semaphore::new(cfg.verify_concurrency)),
             roots: std::sync::Mutex::new(HashMap::new()),
             jobs: routes::Jobs::default(),
             metrics: metrics::Metrics::default(),
@@ -308,22 +342,192 @@ mod tokio_util_lite {
     }
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then stops taking
-/// connections, lets every request in flight finish (a gate included) and waits for
-/// gates started with `wait=false`.
+/// What a connection past `--max-connections` is told before it is closed.
+fn busy_response() -> Vec<u8> {
+    let body = r#"{"type":"urn:evident:problem:busy","title":"Service Unavailable","status":503,"detail":"too many connections are open (--max-connections); retry later"}"#;
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Serves `router` on `listener` until `shutdown` completes.
+///
+/// Each connection must send a request's headers within `header_timeout` (and may sit
+/// idle between requests no longer than that); at most `max_connections` are open.
+/// On shutdown the listener closes, idle connections are closed at once, requests in
+/// flight get `shutdown_grace` to finish before their connections are closed, and
+/// gates already running (`wait=false` ones too) finish and are recorded.
 pub async fn serve(
     app: App,
     router: Router,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await?;
-    tracing::info!("no request in flight; waiting for background gates");
+    let cfg = &app.0.cfg;
+    let slots = Arc::new(tokio::sync::Semaphore::new(cfg.max_connections));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut conns = tokio::task::JoinSet::new();
+    let busy = busy_response();
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            _ = &mut shutdown => break,
+            // Finished connections leave the set as they end.
+            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+            r = listener.accept() => match r {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, or the peer gave up: not fatal.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            app.0.metrics.request("(connection limit)", "-", 503, 0.0);
+            // Told, not kept waiting; a full send buffer just drops the words.
+            let _ = stream.try_write(&busy);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let busy = conn::Busy::default();
+        let service = conn::service(router.clone(), busy.clone());
+        let mut stop = stop_rx.clone();
+        let header_timeout = cfg.header_timeout;
+        conns.spawn(async move {
+            let _permit = permit;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = stop.wait_for(|s| *s) => {}
+            }
+            // Waiting for a request (new, kept alive, or halfway through its headers):
+            // closed now. Answering one: it finishes, then the connection closes.
+            if !busy.is_busy() {
+                return;
+            }
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let open = conns.len();
+    tracing::info!(
+        connections = open,
+        "stopped listening; finishing requests in flight"
+    );
+    let deadline = tokio::time::Instant::now() + cfg.shutdown_grace;
+    let drained = tokio::time::timeout_at(deadline, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            connections = conns.len(),
+            grace_s = cfg.shutdown_grace.as_secs_f64(),
+            "the shutdown grace is over: closing the connections still open"
+        );
+        conns.shutdown().await;
+    }
+    tracing::info!("no request in flight; waiting for gates still running");
     app.0.tasks.wait_idle().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// One connection's requests, and whether one is being answered.
+mod conn {
+    use axum::body::Body;
+    use http_body::Frame;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll};
+    use tower::ServiceExt as _;
+
+    /// Requests of one connection from the call until their response's body is sent.
+    #[derive(Clone, Default)]
+    pub struct Busy(Arc<AtomicUsize>);
+
+    impl Busy {
+        pub fn is_busy(&self) -> bool {
+            self.0.load(Ordering::SeqCst) > 0
+        }
+    }
+
+    struct Guard(Arc<AtomicUsize>);
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A response body that holds its request's [`Guard`] until it is sent (or
+    /// dropped).
+    struct Guarded {
+        body: Body,
+        _guard: Guard,
+    }
+
+    impl http_body::Body for Guarded {
+        type Data = axum::body::Bytes;
+        type Error = axum::Error;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+            Pin::new(&mut self.body).poll_frame(cx)
+        }
+
+        fn is_end_stream(&self) -> bool {
+            self.body.is_end_stream()
+        }
+
+        fn size_hint(&self) -> http_body::SizeHint {
+            self.body.size_hint()
+        }
+    }
+
+    /// The router as a hyper service that counts its requests in `busy`.
+    pub fn service(
+        router: axum::Router,
+        busy: Busy,
+    ) -> impl hyper::service::Service<
+        hyper::Request<hyper::body::Incoming>,
+        Response = hyper::Response<Body>,
+        Error = std::convert::Infallible,
+        Future = impl Send,
+    > + Send
+    + 'static {
+        hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            busy.0.fetch_add(1, Ordering::SeqCst);
+            let guard = Guard(busy.0.clone());
+            let answer = router.clone().oneshot(req);
+            async move {
+                let response = match answer.await {
+                    Ok(r) => r,
+                    Err(never) => match never {},
+                };
+                Ok(response.map(|body| {
+                    Body::new(Guarded {
+                        body,
+                        _guard: guard,
+                    })
+                }))
+            }
+        })
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C).

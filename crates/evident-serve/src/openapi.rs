@@ -33,6 +33,9 @@ pub fn document() -> Value {
         for (code, v) in extra {
             m.insert(code.into(), v);
         }
+        m.entry("400").or_insert_with(|| {
+            err("Two Host headers, or a request target whose authority is not the Host.")
+        });
         m.insert(
             "421".into(),
             err("The Host header names another server (DNS-rebinding guard)."),
@@ -42,7 +45,9 @@ pub fn document() -> Value {
         m.insert("500".into(), err("The server failed; its log says why."));
         m.insert(
             "503".into(),
-            err("Unavailable: the ledger, a deadline, or too many gates waiting."),
+            err(
+                "Unavailable: the ledger, a deadline, too many gates waiting or claims being decided (`Retry-After`), or too many connections.",
+            ),
         );
         Value::Object(m)
     };
@@ -69,7 +74,7 @@ pub fn document() -> Value {
             (
                 "400",
                 err(
-                    "The claim is not valid (each error names its JSON path), or a parameter is wrong.",
+                    "The claim is not valid (each error names its JSON path; nested deeper than 128 levels included), a parameter is wrong, or the Host is ambiguous (two Host headers, or a target naming another host).",
                 ),
             ),
             ("401", auth401()),

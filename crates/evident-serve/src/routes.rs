@@ -10,6 +10,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use evident_format::Claim;
+use evident_ledger::sign::TrustList;
 use evident_pipeline::catalog::{CatalogError, Served};
 use evident_pipeline::view::{DecisionView, Query as DecisionQuery, ReadError};
 use evident_pipeline::{Origin, Recording};
@@ -63,16 +64,19 @@ pub(crate) fn router(app: App, extra: Router) -> Router {
 /// machine's address sends its own name as `Host`; only the names this server
 /// answers to are accepted.
 async fn host_check(State(app): State<App>, req: Request, next: Next) -> Response {
+    let given = match request_host(&req) {
+        Ok(h) => h,
+        Err(detail) => {
+            app.0
+                .metrics
+                .request("(host refused)", req.method().as_str(), 400, 0.0);
+            return Problem::new(StatusCode::BAD_REQUEST, "ambiguous-host", detail).into_response();
+        }
+    };
     // A load balancer's health check names the replica by its address; the answer
     // tells a rebinding page nothing.
     let health = req.uri().path() == "/healthz";
     if let Some(hosts) = app.0.hosts.as_ref().filter(|_| !health) {
-        let given = req
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(str::to_string)
-            .or_else(|| req.uri().authority().map(|a| a.as_str().to_string()));
         let ok = given.as_deref().is_some_and(|h| {
             let (name, port) = split_host(&h.to_ascii_lowercase());
             let port = port.unwrap_or(80);
@@ -93,6 +97,35 @@ async fn host_check(State(app): State<App>, req: Request, next: Next) -> Respons
         }
     }
     next.run(req).await
+}
+
+/// The one host a request names: its `Host` header, or the authority of an
+/// absolute-form target (`GET http://name/…`). Two `Host` headers, or a target whose
+/// authority is not the `Host`, are refused: a proxy in front may read the other one,
+/// so the host check would not be checking what is served.
+fn request_host(req: &Request) -> Result<Option<String>, &'static str> {
+    let mut all = req.headers().get_all(header::HOST).iter();
+    let header = all.next();
+    if all.next().is_some() {
+        return Err("the request has more than one Host header");
+    }
+    let header = match header.map(|h| h.to_str()) {
+        Some(Ok(h)) => Some(h),
+        Some(Err(_)) => return Err("the Host header is not ASCII"),
+        None => None,
+    };
+    let authority = req.uri().authority().map(|a| a.as_str());
+    let same = |a: &str, b: &str| {
+        let (an, ap) = split_host(&a.to_ascii_lowercase());
+        let (bn, bp) = split_host(&b.to_ascii_lowercase());
+        an == bn && ap.unwrap_or(80) == bp.unwrap_or(80)
+    };
+    match (header, authority) {
+        (Some(h), Some(a)) if !same(h, a) => {
+            Err("the request target names another host than the Host header")
+        }
+        (h, a) => Ok(h.or(a).map(str::to_string)),
+    }
 }
 
 /// Request count and latency by route.
@@ -160,6 +193,28 @@ pub(crate) async fn read_layer(State(app): State<App>, mut req: Request, next: N
 // ---- access ------------------------------------------------------------------------
 
 impl App {
+    /// A slot to parse and decide a claim in, waited for at most `verify_wait`: many
+    /// large claims at once must not starve the machine (503 `busy` past the wait).
+    pub(crate) async fn decide_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Problem> {
+        let slots = self.0.decide_slots.clone();
+        match tokio::time::timeout(self.0.cfg.verify_wait, slots.acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => Err(Problem::internal("the decision slots are closed")),
+            Err(_) => {
+                let mut p = Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "busy",
+                    format!(
+                        "{} claims are being decided already (--verify-concurrency); retry later",
+                        self.0.cfg.verify_concurrency
+                    ),
+                );
+                p.retry_after = Some(1);
+                Err(p)
+            }
+        }
+    }
+
     /// The token's name; absent → `Ok(None)`; present but unknown → 401.
     fn token(&self, headers: &HeaderMap) -> Result<Option<String>, Problem> {
         let mut values = headers.get_all(header::AUTHORIZATION).iter();
@@ -533,8 +588,51 @@ async fn read_json_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Ve
     }
 }
 
+/// Deepest claim the service takes (objects and arrays; the document's root is 1).
+/// Every answer and record holds the document a level or two down (a decision's
+/// `document`, a job's `decision.document`, a record's `claim`) and common JSON
+/// readers stop at 128 levels (serde_json): at this depth they all read it back.
+pub const MAX_CLAIM_DEPTH: usize = 64;
+
 fn parse_claim(bytes: &[u8]) -> Result<evident_format::ClaimDocument, Problem> {
-    Claim::parse(bytes, "request body").map_err(|e| Problem::invalid_document(&e))
+    let doc = Claim::parse(bytes, "request body").map_err(|e| Problem::invalid_document(&e))?;
+    if let Some(path) = too_deep(&doc.raw, MAX_CLAIM_DEPTH) {
+        return Err(Problem::invalid_document(&evident_format::Error {
+            file: "request body".into(),
+            pos: doc.spans.nearest(&path),
+            path,
+            message: format!(
+                "nested deeper than {MAX_CLAIM_DEPTH} levels, this server's limit (each decision and record holds the document a level down, and common JSON readers stop at 128)"
+            ),
+        }));
+    }
+    Ok(doc)
+}
+
+/// The JSON path of the first object or array nested deeper than `max` levels.
+fn too_deep(v: &serde_json::Value, max: usize) -> Option<String> {
+    use evident_format::json::{push_index, push_key};
+    use serde_json::Value;
+    if evident_ledger::depth::of_value(v) <= max {
+        return None;
+    }
+    let mut stack = vec![(v, 1usize, String::new())];
+    while let Some((v, depth, path)) = stack.pop() {
+        let children: Vec<(&Value, String)> = match v {
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (x, push_index(&path, i)))
+                .collect(),
+            Value::Object(m) => m.iter().map(|(k, x)| (x, push_key(&path, k))).collect(),
+            _ => continue,
+        };
+        if depth > max {
+            return Some(path);
+        }
+        stack.extend(children.into_iter().rev().map(|(x, p)| (x, depth + 1, p)));
+    }
+    None
 }
 
 /// [`parse_claim`], on a blocking thread for a large body.
@@ -629,9 +727,12 @@ async fn verify_inner(
     let bytes = read_json_body(&app, &headers, body).await?;
     let hash: [u8; 32] = Sha256::digest(&bytes).into();
     let bytes_len = bytes.len();
+    // The CPU-bound part (parse, decide) holds a slot; the append does not, so group
+    // commit still gathers every request waiting for its record.
+    let slot = app.decide_slot().await?;
     let document = parse_claim_async(bytes).await?;
     let inline = bytes_len <= INLINE_BYTES;
-    let run = decide_verify(app.clone(), document, caller.clone(), inline);
+    let run = decide_verify(app.clone(), document, caller.clone(), inline, slot);
     let Some(key) = key else {
         return run.await.map(|v| json(StatusCode::OK, &v));
     };
@@ -709,6 +810,7 @@ async fn decide_verify(
     document: evident_format::ClaimDocument,
     caller: String,
     inline: bool,
+    slot: tokio::sync::OwnedSemaphorePermit,
 ) -> Outcome {
     let origin = Origin {
         via: "http".into(),
@@ -720,7 +822,11 @@ async fn decide_verify(
         evident_pipeline::verify(evident_pipeline::VerifyRequest {
             document,
             now: None,
-            trust: None,
+            // Never the agent's word: without the owner's list, an empty one (nothing
+            // the document signs or labels independent is authenticated).
+            trust: Some(s.cfg.trust.clone().unwrap_or(TrustList {
+                verifiers: Vec::new(),
+            })),
             policy: s.cfg.policy.clone(),
             on_unverified: None,
             partial: false,
@@ -750,7 +856,9 @@ async fn decide_verify(
         ..Recording::default()
     };
     let key = s.cfg.key.as_ref();
-    let appended = match recording.entry(&d) {
+    let entry = recording.entry(&d);
+    drop(slot);
+    let appended = match entry {
         Ok(entry) => s
             .appender
             .append_async(entry, key)
@@ -860,7 +968,10 @@ async fn gate_inner(
     hasher.update([0]);
     hasher.update(&bytes);
     let hash: [u8; 32] = hasher.finalize().into();
-    let claim = parse_claim_async(bytes).await?;
+    let claim = {
+        let _slot = app.decide_slot().await?;
+        parse_claim_async(bytes).await?
+    };
     let key = key.unwrap_or_else(|| {
         // No key: a job of its own all the same (polling, shutdown waits for it).
         format!("\0{}", crate::auth::new_token().1)

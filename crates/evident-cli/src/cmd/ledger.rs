@@ -175,7 +175,7 @@ fn export_has_hash(path: &std::path::Path, prefix: &str) -> anyhow::Result<bool>
     }
     let file = std::fs::File::open(path)?;
     for line in std::io::BufReader::new(file).lines() {
-        let v: serde_json::Value = match serde_json::from_str(&line?) {
+        let v: serde_json::Value = match evident_ledger::depth::from_str(&line?) {
             Ok(v) => v,
             Err(_) => continue,
         };

@@ -34,6 +34,13 @@ pub struct Args {
     /// agent's and never decides here.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// The owner's trust list POST /v1/verify authenticates evidence with, as `evident
+    /// verify --trust` does (`{"verifiers": [{"id", "public_key"}]}`, JSON or TOML):
+    /// evidence that calls itself independent counts only when signed by a listed key
+    /// over exactly its content. Without it no evidence is authenticated, so a document
+    /// never verifies on its own say-so. Needs --policy.
+    #[arg(long, value_name = "FILE")]
+    pub trust: Option<PathBuf>,
     /// Sign each gate's evidence and each record's hash with this key.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
@@ -58,6 +65,25 @@ pub struct Args {
     /// Checks running at once within a gate.
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub jobs: usize,
+    /// Seconds a client has to send a request's headers; also the longest a kept-alive
+    /// connection may sit idle.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub header_timeout: f64,
+    /// Connections open at once; a connection past it gets 503 and is closed.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub max_connections: usize,
+    /// On SIGTERM, seconds the requests in flight get to finish before their
+    /// connections are closed (idle connections are closed at once; gates already
+    /// running still finish and are recorded).
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub shutdown_grace: f64,
+    /// Claims parsed and decided at once (POST /v1/verify; a gate's claim before it
+    /// queues). Default: one per core.
+    #[arg(long, value_name = "N")]
+    pub verify_concurrency: Option<usize>,
+    /// Seconds a claim waits for a decision slot before 503 with Retry-After.
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    pub verify_wait: f64,
     /// Worker threads for HTTP (default: one per core).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -83,6 +109,14 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
             crate::cmd::verify::load_policy(path)?,
         ));
     }
+    if let Some(path) = &a.trust {
+        if a.policy.is_none() {
+            anyhow::bail!(
+                "--trust needs --policy FILE: POST /v1/verify decides only under the owner's policy"
+            );
+        }
+        cfg.trust = Some(evident_ledger::sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?);
+    }
     if let Some(path) = &a.key {
         cfg.key = Some(evident_ledger::sign::Key::load(path).map_err(|e| anyhow!("{e}"))?);
         cfg.key_path = Some(path.clone());
@@ -94,6 +128,13 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     cfg.gate_concurrency = a.gate_concurrency;
     cfg.gate_queue = a.gate_queue;
     cfg.jobs = a.jobs;
+    cfg.header_timeout = seconds("--header-timeout", a.header_timeout)?;
+    cfg.max_connections = a.max_connections;
+    cfg.shutdown_grace = seconds("--shutdown-grace", a.shutdown_grace)?;
+    if let Some(n) = a.verify_concurrency {
+        cfg.verify_concurrency = n;
+    }
+    cfg.verify_wait = seconds("--verify-wait", a.verify_wait)?;
     let tokens = cfg.tokens.len();
     // Bound first: with port 0 the Host check must know the port actually taken.
     let std_listener = std::net::TcpListener::bind(a.listen)

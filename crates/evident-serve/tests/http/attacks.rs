@@ -267,6 +267,7 @@ fn malformed_claims_are_problems_naming_the_json_path() {
     // A document's verdict is never taken: a forged "verified" is recomputed.
     let mut forged = example_claim();
     forged["evidence"][0]["verifier"]["kind"] = json!("self_attested");
+    sign(&mut forged);
     forged["verdict"] = json!({"state": "verified", "unmet": [], "reason": null, "decided_at": "2026-01-01T00:00:00Z"});
     let v = s.call("POST", "/v1/verify", Some(&forged)).ok();
     assert_eq!(v["state"], "unverified");
@@ -322,4 +323,176 @@ fn a_body_trickled_slowly_is_cut_at_the_deadline() {
         );
         assert!(text.contains("problem"), "{path}: {text}");
     }
+}
+
+/// The agent labels its own evidence independent: unsigned, signed with its own key
+/// under the trusted verifier's id, or signed and then edited. None of it verifies;
+/// the honest twin (signed by the key in the server's trust list) does. A server
+/// with no trust list authenticates nothing, so nothing verifies on the document's
+/// say-so.
+#[test]
+fn verify_never_takes_the_agents_word_for_independence() {
+    let s = Server::start(|_, _| {});
+    let unauthenticated = |v: &serde_json::Value| {
+        assert_eq!(
+            (v["state"].as_str(), v["status"].as_str()),
+            (Some("unverified"), Some("blocked")),
+            "{v}"
+        );
+        assert!(
+            v.to_string().contains("unauthenticated_independence"),
+            "the finding says why: {v}"
+        );
+    };
+    unauthenticated(
+        &s.call("POST", "/v1/verify", Some(&unsigned_example_claim()))
+            .ok(),
+    );
+    let mut own_key = unsigned_example_claim();
+    sign_with(
+        &mut own_key,
+        &evident_ledger::sign::Key::from_seed("gitreal-gate/0.3", [9; 32]),
+    );
+    unauthenticated(&s.call("POST", "/v1/verify", Some(&own_key)).ok());
+    let mut edited = example_claim();
+    edited["evidence"][0]["target"] = json!("accounts/4472");
+    edited["mutations"][0]["target"] = json!("accounts/4472");
+    unauthenticated(&s.call("POST", "/v1/verify", Some(&edited)).ok());
+    // The honest twin.
+    let v = s.call("POST", "/v1/verify", Some(&example_claim())).ok();
+    assert_eq!(v["state"], "verified", "{v}");
+
+    let bare = Server::start(|c, _| c.trust = None);
+    unauthenticated(
+        &bare
+            .call("POST", "/v1/verify", Some(&unsigned_example_claim()))
+            .ok(),
+    );
+    unauthenticated(&bare.call("POST", "/v1/verify", Some(&example_claim())).ok());
+}
+
+/// `n` arrays, one inside the other.
+fn nested(n: usize) -> serde_json::Value {
+    let mut v = json!([]);
+    for _ in 1..n {
+        v = json!([v]);
+    }
+    v
+}
+
+/// A claim nested as deeply as the claim format allows (129 levels: the document's
+/// root, `evidence`, the item, `observed_value`, then 125 arrays) was recorded, and
+/// then could not be read back: its record and its decision nest a level deeper,
+/// past serde_json's 128. The service now refuses claims deeper than 64 levels with a
+/// 400 naming the limit and the path, before anything is recorded; the honest twin
+/// at the limit is recorded and reads back through every reader.
+#[test]
+fn a_claim_too_deep_to_read_back_is_refused_before_it_is_recorded() {
+    let s = Server::start(|_, _| {});
+    for arrays in [125, 61] {
+        let mut deep = example_claim();
+        deep["evidence"][0]["observed_value"]["x"] = nested(arrays);
+        sign(&mut deep);
+        let p = s.call("POST", "/v1/verify", Some(&deep)).problem(400);
+        assert!(p["detail"].as_str().unwrap().contains("64 levels"), "{p}");
+        let path = p["errors"][0]["path"].as_str().unwrap();
+        assert!(
+            path.starts_with("evidence[0].observed_value.x[0][0]"),
+            "{p}"
+        );
+    }
+    assert_eq!(
+        s.open_ledger().verify().unwrap().records,
+        0,
+        "nothing refused is recorded"
+    );
+
+    // The honest twin, 64 levels deep.
+    let mut deep = example_claim();
+    deep["evidence"][0]["observed_value"]["x"] = nested(60);
+    sign(&mut deep);
+    let v = s.call("POST", "/v1/verify", Some(&deep)).ok();
+    assert_eq!(v["state"], "verified", "{v}");
+    let id = v["id"].as_u64().unwrap();
+    let got = s.call("GET", &format!("/v1/decisions/{id}"), None).ok();
+    assert_eq!(got["hash"], v["hash"]);
+    assert_eq!(
+        got["document"]["evidence"][0]["observed_value"]["x"],
+        nested(60)
+    );
+    let page = s.call("GET", "/v1/decisions", None).ok();
+    assert_eq!(page["items"][0]["id"], id);
+    let l = s.open_ledger();
+    assert_eq!(l.get(id).unwrap().hash, v["hash"].as_str().unwrap());
+    assert_eq!(l.verify_with(true).unwrap().broken, None);
+    let mut export = Vec::new();
+    l.export(&mut export).unwrap();
+    let r = evident_ledger::verify_export(&export[..]).unwrap();
+    assert_eq!((r.records, r.broken), (1, None));
+}
+
+/// Two Host headers, or an absolute-form target naming another host than the Host
+/// header: a proxy in front may route by the other one, so the DNS-rebinding check
+/// would not check what is served. Refused (400) whichever comes first; the honest
+/// twins (one Host; an absolute-form target naming this server) are answered.
+#[test]
+fn an_ambiguous_host_is_refused() {
+    let s = Server::start(|_, _| {});
+    let good = s.host();
+    let auth = s.auth();
+    let body = serde_json::to_vec(&example_claim()).unwrap();
+    let write = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    for (a, b) in [
+        (good.as_str(), "evil.example"),
+        ("evil.example", good.as_str()),
+    ] {
+        s.raw("GET", "/v1/decisions", &[("Host", a), ("Host", b)], None)
+            .problem(400);
+        s.raw(
+            "POST",
+            "/v1/verify",
+            &[("Host", a), ("Host", b), write[0], write[1]],
+            Some(&body),
+        )
+        .problem(400);
+        s.raw("GET", "/v1/decisions", &[("Host", a), ("Host", a)], None)
+            .problem(400);
+    }
+    for target in [
+        "http://evil.example/v1/decisions".to_string(),
+        format!("http://evil.example:{}/v1/decisions", s.addr.port()),
+        format!("http://user@{good}/v1/decisions"),
+    ] {
+        let p = s.raw("GET", &target, &[], None).problem(400);
+        assert_eq!(p["type"], "urn:evident:problem:ambiguous-host", "{p}");
+    }
+    s.raw("POST", "http://evil.example/v1/verify", &write, Some(&body))
+        .problem(400);
+    assert_eq!(
+        s.open_ledger().verify().unwrap().records,
+        0,
+        "nothing refused was recorded"
+    );
+    // The honest twins.
+    s.raw("GET", "/v1/decisions", &[], None).ok();
+    s.raw("GET", &format!("http://{good}/v1/decisions"), &[], None)
+        .ok();
+    let upper = format!(
+        "http://{}/v1/decisions",
+        good.replace("127.0.0.1", "LOCALHOST")
+    );
+    s.raw(
+        "GET",
+        &upper,
+        &[("Host", &format!("localhost:{}", s.addr.port()))],
+        None,
+    )
+    .ok();
+    assert_eq!(
+        s.raw("POST", "/v1/verify", &write, Some(&body)).ok()["state"],
+        "verified"
+    );
 }

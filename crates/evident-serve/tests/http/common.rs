@@ -19,8 +19,34 @@ pub struct Server {
 
 pub const POLICY: &str = r#"{"id": "owner", "requires": ["state_readback"], "max_age_s": 300}"#;
 
-/// The spec's example document, with its evidence made fresh (`at` = now - 1 s).
+/// The key of the verifier the example's evidence names (`gitreal-gate/0.3`), which
+/// the test server's `--trust` lists.
+pub fn gate_key() -> evident_ledger::sign::Key {
+    evident_ledger::sign::Key::from_seed("gitreal-gate/0.3", [7; 32])
+}
+
+/// Signs every evidence item of `claim` with the trusted key (again, after an edit).
+pub fn sign(claim: &mut Value) {
+    sign_with(claim, &gate_key());
+}
+
+pub fn sign_with(claim: &mut Value, key: &evident_ledger::sign::Key) {
+    for item in claim["evidence"].as_array_mut().unwrap() {
+        item.as_object_mut().unwrap().remove("signature");
+        evident_ledger::sign::attach_signature(item, key).unwrap();
+    }
+}
+
+/// The spec's example document, with its evidence made fresh (`at` = now - 1 s) and
+/// signed by the key the server trusts.
 pub fn example_claim() -> Value {
+    let mut v = unsigned_example_claim();
+    sign(&mut v);
+    v
+}
+
+/// [`example_claim`] as an agent writes it: evidence labelled independent, unsigned.
+pub fn unsigned_example_claim() -> Value {
     let mut v: Value =
         serde_json::from_str(include_str!("../../../../examples/claim-verified.json")).unwrap();
     let now = time::OffsetDateTime::now_utc();
@@ -70,6 +96,9 @@ impl Server {
             "policy.json".into(),
             evident_gate::contract::parse_policy(POLICY.as_bytes(), "policy.json").unwrap(),
         ));
+        cfg.trust = Some(evident_ledger::sign::TrustList {
+            verifiers: vec![gate_key().trusted()],
+        });
         configure(&mut cfg, dir.path());
         let app = App::new(cfg).unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

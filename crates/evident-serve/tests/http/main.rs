@@ -4,4 +4,5 @@
 mod attacks;
 mod common;
 mod gates;
+mod limits;
 mod routes;

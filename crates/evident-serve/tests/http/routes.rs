@@ -34,6 +34,7 @@ fn verify_decides_under_the_servers_policy_and_records_who_asked() {
     let mut stale = example_claim();
     stale["evidence"][0]["at"] = json!("2021-01-01T00:00:10Z");
     stale["mutations"][0]["at"] = json!("2021-01-01T00:00:00Z");
+    sign(&mut stale);
     let v = s.call("POST", "/v1/verify", Some(&stale)).ok();
     assert_eq!(
         (v["state"].as_str(), v["status"].as_str()),
@@ -58,6 +59,7 @@ fn decisions_filter_and_page_with_a_cursor() {
         c["task"]["id"] = json!(format!("t{}", i % 2));
         if i == 3 {
             c["evidence"][0]["observed_value"]["billing_zip"] = json!("10001");
+            sign(&mut c);
         }
         s.call("POST", "/v1/verify", Some(&c)).ok();
     }
