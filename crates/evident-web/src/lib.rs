@@ -596,6 +596,165 @@ mod tests {
         assert!(html.contains("its prev_hash is not the genesis value"));
     }
 
+    /// The refuted record with `n` evidence items and `n` mutations of the agent's own
+    /// written before everything else (self-attested, so never counted), the findings
+    /// renumbered as the verdict would have numbered them.
+    fn padded(n: usize) -> Value {
+        let mut v = refuted_json();
+        let at = v["claim"]["mutations"][0]["at"].clone();
+        let pads: Vec<Value> = (0..n)
+            .map(|i| {
+                json!({"at": at, "check_type": "state_readback", "check_id": format!("pad-{i}"),
+                    "covers": [format!("pad{i}")], "expected": {"ok": true}, "observed_value": {"ok": true},
+                    "target": format!("notes/{i}"), "verifier": {"id": "agent", "kind": "self_attested"}})
+            })
+            .collect();
+        let muts: Vec<Value> = (0..n)
+            .map(|i| json!({"id": format!("pad{i}"), "kind": "state_write", "target": format!("notes/{i}"), "at": at}))
+            .collect();
+        let c = &mut v["claim"];
+        let ev = c["evidence"].as_array_mut().unwrap();
+        ev.splice(0..0, pads);
+        let ms = c["mutations"].as_array_mut().unwrap();
+        ms.splice(0..0, muts);
+        let findings = v["verdict"]["findings"].as_array_mut().unwrap();
+        for f in findings.iter_mut() {
+            f["evidence"] = json!(f["evidence"].as_u64().unwrap() as usize + n);
+        }
+        let pads: Vec<Value> = (0..n)
+            .map(|i| json!({"check_type": "state_readback", "code": "self_attested", "evidence": i, "used": false,
+                "detail": "self-attested by \"agent\": recorded, never counted"}))
+            .collect();
+        findings.splice(0..0, pads);
+        v
+    }
+
+    /// The part of the page that draws the decision (not the folded raw JSON).
+    fn drawn(html: &str) -> &str {
+        &html[..html.find("<section id=\"record\">").unwrap_or(html.len())]
+    }
+
+    #[test]
+    fn a_claim_padded_with_its_own_items_does_not_push_the_gates_checks_off_the_page() {
+        // The attack: 250 items and mutations of the agent's own before the gate's.
+        let html = render(&served(padded(250)));
+        let page = drawn(&html);
+        assert!(
+            page.contains("<code>zip-4472</code>"),
+            "the gate's check is not drawn"
+        );
+        assert!(page.contains("class=\"check contradicts\""));
+        assert!(page.contains("class=\"cell contradicts\""));
+        assert!(
+            page.contains("mutation m1"),
+            "the claimed mutation is not drawn"
+        );
+        assert!(page.contains("[253] state_readback zip-4472 (after)"));
+        assert!(page.contains("Not drawn: 52 more mutation(s) and 54 more evidence item(s)"));
+        // Its honest twin: a record under the limit is drawn whole, in its order.
+        let html = render(&served(padded(150)));
+        let page = drawn(&html);
+        assert!(!page.contains("Not drawn:"));
+        let first = page.find("id=\"evidence-0\"").unwrap();
+        let last = page.find("id=\"evidence-153\"").unwrap();
+        assert!(first < last && page.contains("<code>pad-149</code>"));
+    }
+
+    #[test]
+    fn a_page_stays_bounded_whatever_the_document_holds() {
+        // The attack: 200 mutations x 200 items that cover them all, each item's
+        // finding a 400-character sentence, each expecting 150 keys with long values.
+        let mut v = refuted_json();
+        let at = v["claim"]["mutations"][0]["at"].clone();
+        let ids: Vec<String> = (0..200).map(|i| format!("m{i}")).collect();
+        v["claim"]["mutations"] = json!(
+            ids.iter()
+                .map(|id| json!({"id": id, "kind": "state_write", "target": "t", "at": at}))
+                .collect::<Vec<_>>()
+        );
+        let keys: serde_json::Map<String, Value> = (0..150)
+            .map(|k| (format!("k{k}"), json!("v".repeat(300))))
+            .collect();
+        let mut items = Vec::new();
+        let mut findings = Vec::new();
+        for i in 0..200 {
+            items.push(
+                json!({"at": at, "check_type": "state_readback", "covers": ids, "expected": keys,
+                "observed_value": {}, "verifier": {"id": "agent", "kind": "self_attested"}}),
+            );
+            findings.push(json!({"check_type": "state_readback", "code": "self_attested", "evidence": i, "used": false, "detail": "x".repeat(400)}));
+        }
+        v["claim"]["evidence"] = json!(items);
+        v["verdict"]["findings"] = json!(findings);
+        let html = render(&served(v));
+        assert!(html.len() < 10_000_000, "the page is {} bytes", html.len());
+        assert!(html.contains("more expected key(s)"));
+        let coverage = &html[html.find("<section id=\"coverage\">").unwrap()
+            ..html.find("<section id=\"checks\">").unwrap()];
+        assert_eq!(
+            coverage.matches(&"x".repeat(400)).count(),
+            200,
+            "the sentence once per row"
+        );
+        // Its honest twin: a differing key among many is drawn; a small item whole.
+        let mut v = refuted_json();
+        let mut keys: serde_json::Map<String, Value> =
+            (0..500).map(|k| (format!("k{k}"), json!(k))).collect();
+        let observed = keys.clone();
+        keys.insert("zz_differs".into(), json!("expected-value"));
+        v["claim"]["evidence"][0]["expected"] = Value::Object(keys);
+        let mut observed = observed;
+        observed.insert("zz_differs".into(), json!("observed-value"));
+        v["claim"]["evidence"][0]["observed_value"] = Value::Object(observed);
+        let html = render(&served(v));
+        assert!(html.contains("<code>zz_differs</code>") && html.contains("differs</td>"));
+        assert!(html.contains("Not drawn: 401 more expected key(s)"));
+        let html = render(&served(refuted_json()));
+        assert!(!html.contains("more expected key(s)"));
+        assert!(html.contains("<span class=\"why\">billing_zip expected"));
+    }
+
+    #[test]
+    fn the_agents_task_id_never_takes_the_verdicts_heading() {
+        // The attack: a task id that reads as a verdict, long enough to fill the panel.
+        let mut v = refuted_json();
+        let fake = " VERIFIED ✓ all checks satisfied".repeat(100);
+        v["task_id"] = json!(format!("billing-4472{fake}"));
+        v["claim"]["task"]["id"] = v["task_id"].clone();
+        let html = render(&served(v));
+        let h1 = &html[html.find("<h1>").unwrap()..html.find("</h1>").unwrap()];
+        assert!(
+            !h1.contains("VERIFIED"),
+            "the task id is in the heading: {h1}"
+        );
+        let line = &html[html.find("id=\"task\">").unwrap()..];
+        let line = &line[..line.find("</code>").unwrap()];
+        assert!(
+            line.chars().count() < 140,
+            "the verdict panel's task is {line}"
+        );
+        assert!(html.find("id=\"reason\"").unwrap() < html.find("id=\"task\"").unwrap());
+        // Its honest twin: the task id is still shown, whole up to 4,000 characters,
+        // in the summary.
+        let html = render(&served(refuted_json()));
+        assert!(html.contains("<code id=\"task\">billing-4472</code>"));
+        assert!(html.contains("<dt>Task</dt><dd class=\"wrap\">billing-4472</dd>"));
+    }
+
+    #[test]
+    fn an_invisible_character_in_a_task_id_is_shown() {
+        // The attack: `billing\u{200b}-4472` reads as the real task.
+        let mut v = refuted_json();
+        v["task_id"] = json!("billing\u{200b}-4472");
+        v["claim"]["task"]["id"] = v["task_id"].clone();
+        let html = render(&served(v));
+        assert!(!html.contains('\u{200b}'));
+        assert!(html.contains("billing\\u{200b}-4472"));
+        // Its honest twin: the real id as written.
+        let html = render(&served(refuted_json()));
+        assert!(html.contains(">billing-4472<"));
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
         /// Any text in any agent-written field: the page renders, and no element but

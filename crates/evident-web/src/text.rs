@@ -14,10 +14,56 @@ pub const LONG: usize = 4000;
 pub const VALUE: usize = 2000;
 
 /// One line of agent-written text: control characters and bidi overrides shown as
-/// `\u{..}` (the terminal report's rule, so both surfaces show the same), cut to `max`
+/// `\u{..}` (the terminal report's rule), and so are the characters a browser draws
+/// as nothing or that reorder their neighbours ([`invisible`]), cut to `max`
 /// characters with a note saying how much was left out.
 pub fn line(s: &str, max: usize) -> String {
-    cut(&evident_pipeline::render::shown(s), max)
+    cut(&visible(&evident_pipeline::render::shown(s)), max)
+}
+
+/// Characters a page would draw as nothing (zero-width spaces and joiners, word
+/// joiner, BOM, soft hyphen, fillers, tags, invisible operators) or that move the text
+/// around them (LRM, RLM, ALM), or that break a line (U+2028/2029). Inside an id they
+/// make two different strings look the same (`billing\u{200b}-4472`), so the page
+/// shows them as `\u{..}`, as the terminal shows controls.
+pub fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{34f}'
+            | '\u{61c}'
+            | '\u{115f}'
+            | '\u{1160}'
+            | '\u{17b4}'
+            | '\u{17b5}'
+            | '\u{180b}'..='\u{180f}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}'
+            | '\u{fe00}'..='\u{fe0f}'
+            | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff0}'..='\u{fffb}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e0fff}'
+    )
+}
+
+fn visible(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(invisible) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if invisible(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Agent-written text that may run over several lines: each line as [`line`], the
@@ -25,7 +71,12 @@ pub fn line(s: &str, max: usize) -> String {
 pub fn lines(s: &str, max: usize) -> String {
     let kept: Vec<String> = s
         .split('\n')
-        .map(|l| evident_pipeline::render::shown(l.strip_suffix('\r').unwrap_or(l)).into_owned())
+        .map(|l| {
+            visible(&evident_pipeline::render::shown(
+                l.strip_suffix('\r').unwrap_or(l),
+            ))
+            .into_owned()
+        })
         .collect();
     cut(&kept.join("\n"), max)
 }
@@ -126,6 +177,45 @@ mod tests {
         assert_eq!(line("a\u{1b}[2Jb", 100), "a\\u{1b}[2Jb");
         assert_eq!(line("abc\u{202e}fed", 100), "abc\\u{202e}fed");
         assert_eq!(lines("one\r\ntwo\u{7}", 100), "one\ntwo\\u{7}");
+    }
+
+    #[test]
+    fn characters_drawn_as_nothing_are_made_visible() {
+        // The attack: each of these inside a task id reads as `billing-4472`.
+        for c in [
+            '\u{200b}',
+            '\u{200c}',
+            '\u{200d}',
+            '\u{2060}',
+            '\u{feff}',
+            '\u{ad}',
+            '\u{200e}',
+            '\u{200f}',
+            '\u{61c}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{3164}',
+            '\u{180e}',
+            '\u{e0041}',
+            '\u{34f}',
+            '\u{fe0f}',
+        ] {
+            let shown = line(&format!("billing{c}-4472"), 100);
+            assert_eq!(shown, format!("billing\\u{{{:x}}}-4472", u32::from(c)));
+            assert!(!lines(&format!("a{c}\nb"), 100).contains(c));
+        }
+        // Its honest twin: text in other scripts, accents, symbols and spaces stay as
+        // written.
+        for honest in [
+            "billing-4472",
+            "Müller straße",
+            "日本語のタスク",
+            "שלום עולם",
+            "ZIP ✓ 94107",
+            "a\u{a0}b",
+        ] {
+            assert_eq!(line(honest, 100), honest);
+        }
     }
 
     #[test]

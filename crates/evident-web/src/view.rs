@@ -10,6 +10,7 @@ use evident_ledger::sign::TrustList;
 use evident_pipeline::view::{DecisionSummary, DecisionView};
 use evident_rules::{Code, Verdict};
 use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
 use time::OffsetDateTime;
 
 use crate::text::{self, LONG, SHORT, VALUE};
@@ -17,6 +18,20 @@ use crate::text::{self, LONG, SHORT, VALUE};
 /// At most this many mutations and evidence items are drawn (timeline, matrix, checks);
 /// the page says how many more the record holds.
 pub const MAX_ITEMS: usize = 200;
+/// The most characters of the task id shown in the verdict panel (all of it, up to
+/// `LONG`, in the summary below).
+pub const TASK_SHORT: usize = 80;
+/// At most this many expected keys are drawn for one evidence item (those that differ
+/// or were not observed first), and this many over the whole page.
+pub const MAX_KEYS: usize = 100;
+pub const MAX_PAGE_KEYS: usize = 2000;
+/// At most this many observed keys the expectation does not name, per item.
+pub const MAX_EXTRA: usize = 50;
+/// Characters of expected and observed values drawn over the whole page; past it a
+/// value is cut to [`SPENT_VALUE`] characters. Each value is cut to `VALUE` anyway;
+/// this bounds the page when a document holds thousands of them.
+pub const MAX_PAGE_VALUES: usize = 500_000;
+pub const SPENT_VALUE: usize = 40;
 /// The decision is shown as JSON up to this many characters.
 pub const MAX_RAW: usize = 256 * 1024;
 
@@ -109,6 +124,9 @@ pub struct Explained {
     pub state_class: &'static str,
     pub status: Option<String>,
     pub task: String,
+    /// The task id as the verdict panel shows it: short, in the agent's typeface,
+    /// never at heading size (it is the agent's text, beside the verdict).
+    pub task_short: String,
     pub task_description: Option<String>,
     pub requested_by: Option<String>,
     pub claimed_outcome: Option<String>,
@@ -177,6 +195,8 @@ pub struct Column {
 pub struct MatrixRow {
     pub label: String,
     pub anchor: String,
+    /// The finding's sentence (stale, self-attested, …), once for the row.
+    pub why: String,
     pub cells: Vec<Cell>,
     pub task_cell: Option<Cell>,
 }
@@ -185,7 +205,6 @@ pub struct Cell {
     /// `satisfies`, `contradicts`, `unusable` or `none` (the item does not cover it).
     pub class: &'static str,
     pub label: String,
-    pub why: String,
 }
 
 /// One evidence item: its observation next to its expectation.
@@ -206,7 +225,11 @@ pub struct Check {
     pub code_class: &'static str,
     pub detail: String,
     pub keys: Vec<KeyRow>,
+    /// Expected keys not drawn (over [`MAX_KEYS`] or the page's allowance).
+    pub more_keys: usize,
     pub extra: Vec<(String, String)>,
+    /// Other observed keys not drawn (over [`MAX_EXTRA`]).
+    pub more_extra: usize,
     pub observation_error: Option<String>,
     /// `observed_value` is not an object: shown whole.
     pub observed_other: Option<String>,
@@ -283,6 +306,10 @@ pub fn decision(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Exp
             .task_id
             .as_deref()
             .map_or_else(|| "—".into(), |t| text::line(t, LONG)),
+        task_short: d
+            .task_id
+            .as_deref()
+            .map_or_else(|| "—".into(), |t| text::line(t, TASK_SHORT)),
         task_description: claim
             .and_then(|c| c.task.description.as_deref())
             .map(|t| text::lines(t, LONG)),
@@ -380,8 +407,44 @@ fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: 
             .filter(|f| f.evidence == i)
             .or_else(|| verdict.findings.iter().find(|f| f.evidence == i))
     };
-    let mutations = &c.mutations[..c.mutations.len().min(MAX_ITEMS)];
-    let evidence = &c.evidence[..c.evidence.len().min(MAX_ITEMS)];
+    // Which items are drawn, when there are more than MAX_ITEMS: the agent writes its
+    // items first and the gate appends its own, so "the first 200" would let a claim
+    // padded with its own items push the gate's contradicting check off the page.
+    // Items that decided something (used, or contradicting) are drawn first; of the
+    // mutations, those such an item names, then those left uncovered.
+    let decisive = |i: usize| finding(i).is_some_and(|f| f.used || f.code == Code::Contradicts);
+    let evidence: Vec<(usize, &Evidence)> = pick(c.evidence.len(), |i| u8::from(!decisive(i)))
+        .into_iter()
+        .map(|i| (i, &c.evidence[i]))
+        .collect();
+    let mut named_decisive: HashSet<&str> = HashSet::new();
+    let mut satisfied_ids: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut named_ids: HashMap<&str, usize> = HashMap::new();
+    for (i, e) in c.evidence.iter().enumerate() {
+        let sat = finding(i).is_some_and(|f| f.code == Code::Satisfies);
+        for id in e.covers.iter().collect::<HashSet<_>>() {
+            *named_ids.entry(id.as_str()).or_default() += 1;
+            if sat {
+                satisfied_ids.entry(id.as_str()).or_default().push(i);
+            }
+            if decisive(i) {
+                named_decisive.insert(id.as_str());
+            }
+        }
+    }
+    let mutations: Vec<&evident_format::Mutation> = pick(c.mutations.len(), |j| {
+        let id = c.mutations[j].id.as_str();
+        if named_decisive.contains(id) {
+            0
+        } else if !satisfied_ids.contains_key(id) {
+            1
+        } else {
+            2
+        }
+    })
+    .into_iter()
+    .map(|j| &c.mutations[j])
+    .collect();
     view.more_mutations = c.mutations.len() - mutations.len();
     view.more_evidence = c.evidence.len() - evidence.len();
 
@@ -396,48 +459,47 @@ fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: 
         None => "The policy sets no max_age_s: evidence of any age counts.".into(),
     });
 
-    // Coverage, by mutation.
-    let mut satisfied_by: Vec<Vec<usize>> = vec![Vec::new(); mutations.len()];
-    let mut named_by: Vec<usize> = vec![0; mutations.len()];
-    for (i, e) in evidence.iter().enumerate() {
-        let sat = finding(i).is_some_and(|f| f.code == Code::Satisfies);
-        for (j, m) in mutations.iter().enumerate() {
-            if e.covers.iter().any(|id| id == &m.id) {
-                named_by[j] += 1;
-                if sat {
-                    satisfied_by[j].push(i);
-                }
-            }
-        }
-    }
+    // Coverage, by mutation (over every item, drawn or not).
     view.matrix.columns = mutations
         .iter()
-        .enumerate()
-        .map(|(j, m)| Column {
-            id: text::line(&m.id, 60),
-            label: format!(
-                "{} {}",
-                text::line(&m.kind, 60),
-                text::line(m.target.as_deref().unwrap_or("-"), 60)
-            ),
-            covered: !satisfied_by[j].is_empty(),
-            covered_text: if satisfied_by[j].is_empty() {
-                format!("not covered ({} item(s) name it)", named_by[j])
-            } else {
-                format!(
-                    "covered by {}",
-                    satisfied_by[j]
-                        .iter()
-                        .map(|i| format!("[{i}]"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            },
+        .map(|m| {
+            let by = satisfied_ids.get(m.id.as_str());
+            Column {
+                id: text::line(&m.id, 60),
+                label: format!(
+                    "{} {}",
+                    text::line(&m.kind, 60),
+                    text::line(m.target.as_deref().unwrap_or("-"), 60)
+                ),
+                covered: by.is_some(),
+                covered_text: match by {
+                    None => format!(
+                        "not covered ({} item(s) name it)",
+                        named_ids.get(m.id.as_str()).copied().unwrap_or(0)
+                    ),
+                    Some(by) => {
+                        let mut t = format!(
+                            "covered by {}",
+                            by.iter()
+                                .take(20)
+                                .map(|i| format!("[{i}]"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
+                        if by.len() > 20 {
+                            t.push_str(&format!(" and {} more", by.len() - 20));
+                        }
+                        t
+                    }
+                },
+            }
         })
         .collect();
-    view.matrix.task_column = evidence.iter().any(|e| e.covers.is_empty());
-    for (i, e) in evidence.iter().enumerate() {
+    view.matrix.task_column = evidence.iter().any(|(_, e)| e.covers.is_empty());
+    let mut budget = Budget::default();
+    for &(i, e) in &evidence {
         let f = finding(i);
+        let covers: HashSet<&str> = e.covers.iter().map(String::as_str).collect();
         let (class, label, why) = match f {
             Some(f) => (
                 code_class(f.code),
@@ -446,31 +508,32 @@ fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: 
             ),
             None => ("unusable", "no finding".into(), String::new()),
         };
+        // The finding's sentence is the row's, once: repeated in each of up to
+        // 200 x 200 cells it would make the page hundreds of megabytes.
         let cell = |covers: bool| {
             if covers {
                 Cell {
                     class,
                     label: label.clone(),
-                    why: why.clone(),
                 }
             } else {
                 Cell {
                     class: "none",
                     label: "—".into(),
-                    why: String::new(),
                 }
             }
         };
         view.matrix.rows.push(MatrixRow {
             label: item_label(i, e),
             anchor: format!("evidence-{i}"),
+            why,
             cells: mutations
                 .iter()
-                .map(|m| cell(e.covers.iter().any(|id| id == &m.id)))
+                .map(|m| cell(covers.contains(m.id.as_str())))
                 .collect(),
             task_cell: view.matrix.task_column.then(|| cell(e.covers.is_empty())),
         });
-        view.checks.push(check(doc, i, e, f));
+        view.checks.push(check(doc, i, e, f, &mut budget));
     }
 
     // The timeline.
@@ -489,7 +552,7 @@ fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: 
         let age = text::seconds_between(t, decided);
         age >= 0.0 && max_age.is_none_or(|m| age <= m)
     };
-    for m in mutations {
+    for m in &mutations {
         let t = m.at.instant();
         events.push((
             t,
@@ -513,7 +576,7 @@ fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: 
             },
         ));
     }
-    for (i, e) in evidence.iter().enumerate() {
+    for &(i, e) in &evidence {
         let t = e.at.instant();
         let age = text::seconds_between(t, decided);
         let freshness = if age < 0.0 {
@@ -631,6 +694,43 @@ fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: 
     view.timeline = events.into_iter().map(|(_, e)| e).collect();
 }
 
+/// The indexes of at most [`MAX_ITEMS`] of `n` items, those of the lowest rank
+/// first (then in document order), returned in document order.
+fn pick(n: usize, rank: impl Fn(usize) -> u8) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..n).collect();
+    if n > MAX_ITEMS {
+        idx.sort_by_key(|&i| (rank(i), i));
+        idx.truncate(MAX_ITEMS);
+        idx.sort_unstable();
+    }
+    idx
+}
+
+/// What is left of the page's allowance for key rows and value characters.
+struct Budget {
+    keys: usize,
+    chars: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            keys: MAX_PAGE_KEYS,
+            chars: MAX_PAGE_VALUES,
+        }
+    }
+}
+
+impl Budget {
+    /// A value as shown, cut harder once the page's allowance is spent.
+    fn value(&mut self, v: &Value) -> String {
+        let max = if self.chars > 0 { VALUE } else { SPENT_VALUE };
+        let shown = text::json(v, max);
+        self.chars = self.chars.saturating_sub(shown.chars().count());
+        shown
+    }
+}
+
 fn window_start(decided: OffsetDateTime, max_age: f64) -> Option<OffsetDateTime> {
     time::Duration::checked_seconds_f64(max_age).and_then(|d| decided.checked_sub(d))
 }
@@ -687,7 +787,13 @@ fn item_label(i: usize, e: &Evidence) -> String {
     s
 }
 
-fn check(doc: &ClaimDocument, i: usize, e: &Evidence, f: Option<&evident_rules::Finding>) -> Check {
+fn check(
+    doc: &ClaimDocument,
+    i: usize,
+    e: &Evidence,
+    f: Option<&evident_rules::Finding>,
+    budget: &mut Budget,
+) -> Check {
     let held_out = doc
         .raw
         .get("evidence")
@@ -698,42 +804,70 @@ fn check(doc: &ClaimDocument, i: usize, e: &Evidence, f: Option<&evident_rules::
     let observed = e.observed_value.as_object();
     let health = e.check_type == "endpoint_health";
     let empty = Map::new();
-    let mut keys = Vec::new();
-    for (k, want) in expected.unwrap_or(&empty) {
-        let got = observed.and_then(|o| o.get(k));
-        let (class, label) = match got {
-            None => ("missing", "not observed"),
-            Some(_) => {
-                let mut one = Map::new();
-                one.insert(k.clone(), want.clone());
-                match evident_rules::compare::compare_object(
-                    &one,
-                    observed.unwrap_or(&empty),
-                    health,
-                ) {
-                    evident_rules::compare::Cmp::Match => ("match", "matches"),
-                    evident_rules::compare::Cmp::Missing(_) => ("missing", "not observed"),
-                    evident_rules::compare::Cmp::Contradiction { .. } => ("mismatch", "differs"),
+    let judged: Vec<(&String, &Value, Option<&Value>, &'static str, &'static str)> = expected
+        .unwrap_or(&empty)
+        .iter()
+        .map(|(k, want)| {
+            let got = observed.and_then(|o| o.get(k));
+            let (class, label) = match got {
+                None => ("missing", "not observed"),
+                Some(_) => {
+                    let mut one = Map::new();
+                    one.insert(k.clone(), want.clone());
+                    match evident_rules::compare::compare_object(
+                        &one,
+                        observed.unwrap_or(&empty),
+                        health,
+                    ) {
+                        evident_rules::compare::Cmp::Match => ("match", "matches"),
+                        evident_rules::compare::Cmp::Missing(_) => ("missing", "not observed"),
+                        evident_rules::compare::Cmp::Contradiction { .. } => {
+                            ("mismatch", "differs")
+                        }
+                    }
                 }
-            }
-        };
-        keys.push(KeyRow {
-            key: text::line(k, SHORT),
-            expected: text::json(want, VALUE),
-            observed: got.map_or_else(|| "—".into(), |g| text::json(g, VALUE)),
-            class,
-            label,
-        });
+            };
+            (k, want, got, class, label)
+        })
+        .collect();
+    // Keys that differ or were not observed are drawn before those that match.
+    let room = MAX_KEYS.min(budget.keys);
+    let mut order: Vec<usize> = (0..judged.len()).collect();
+    if judged.len() > room {
+        order.sort_by_key(|&n| (judged[n].3 == "match", n));
+        order.truncate(room);
+        order.sort_unstable();
     }
-    let extra = observed
+    budget.keys -= order.len();
+    let more_keys = judged.len() - order.len();
+    let keys = order
+        .into_iter()
+        .map(|n| {
+            let (k, want, got, class, label) = judged[n];
+            KeyRow {
+                key: text::line(k, SHORT),
+                expected: budget.value(want),
+                observed: got.map_or_else(|| "—".into(), |g| budget.value(g)),
+                class,
+                label,
+            }
+        })
+        .collect();
+    let extra: Vec<(String, String)> = observed
         .map(|o| {
             o.iter()
                 .filter(|(k, _)| expected.is_none_or(|x| !x.contains_key(*k)))
-                .take(MAX_ITEMS)
-                .map(|(k, v)| (text::line(k, SHORT), text::json(v, VALUE)))
+                .take(MAX_EXTRA)
+                .map(|(k, v)| (text::line(k, SHORT), budget.value(v)))
                 .collect()
         })
         .unwrap_or_default();
+    let more_extra = observed.map_or(0, |o| {
+        o.keys()
+            .filter(|k| expected.is_none_or(|x| !x.contains_key(*k)))
+            .count()
+            - extra.len()
+    });
     Check {
         index: i,
         anchor: format!("evidence-{i}"),
@@ -751,10 +885,12 @@ fn check(doc: &ClaimDocument, i: usize, e: &Evidence, f: Option<&evident_rules::
         code_class: f.map_or("unusable", |f| code_class(f.code)),
         detail: f.map_or_else(String::new, |f| text::line(&f.detail, LONG)),
         keys,
+        more_keys,
         extra,
+        more_extra,
         observation_error: e.observation_error.as_deref().map(|s| text::lines(s, LONG)),
         observed_other: (!held_out && !e.observed_value.is_object())
-            .then(|| text::json(&e.observed_value, VALUE)),
+            .then(|| budget.value(&e.observed_value)),
         held_out,
     }
 }

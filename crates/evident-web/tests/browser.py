@@ -104,7 +104,8 @@ with sync_playwright() as p:
     page.goto(f"{base}/decisions/{hostile}")
     check(page.locator("script").count() == 1, "hostile: a script element was injected")
     check(page.locator("img, iframe, svg[onload], style").count() == 0, "hostile: injected element")
-    check("<script>" in page.locator("h1").inner_text(), "hostile: the task id is not shown as text")
+    check("<script>" in page.locator("#task").inner_text(), "hostile: the task id is not shown as text")
+    check("script" not in page.locator("h1").inner_text(), "hostile: the agent's task id is in the verdict heading")
     page.screenshot(path=f"{out}/hostile-desktop.png", full_page=True)
     page.close()
 

@@ -128,7 +128,7 @@ fn hostile_claim() -> Vec<u8> {
         "task": {
             "id": "<script>alert('task')</script>",
             "description": format!("\"><img src=x onerror=alert(1)> {long}"),
-            "requested_by": "' onmouseover='alert(2)"
+            "requested_by": "' onmouseover='alert(2)\u{200b}"
         },
         "claimed_outcome": "Done </blockquote><script>alert(3)</script> \u{202e}gnp.exe",
         "mutations": [
@@ -136,8 +136,9 @@ fn hostile_claim() -> Vec<u8> {
         ],
         "evidence": [{
             "check_type": "state_readback",
+            "check_id": format!("c{long}"),
             "target": "<iframe src=//evil.example>",
-            "expected": { "zip<svg onload=alert(5)>": "10001", "api_key": SECRET },
+            "expected": { "zip<svg onload=alert(5)>": "10001", "api_key": SECRET, "never_seen": 1 },
             "observed_value": { "zip<svg onload=alert(5)>": "</code><script>alert(6)</script>", "api_key": SECRET, "note": long },
             "at": "2026-08-27T18:04:05Z",
             "covers": ["m1\" onclick=\"alert(4)"],
@@ -476,6 +477,10 @@ fn hostile_claim_text_is_escaped_cut_and_scrubbed() {
         assert!(
             !b.contains('\u{202e}'),
             "{path}: a bidi override on the page"
+        );
+        assert!(
+            !b.contains('\u{200b}'),
+            "{path}: a zero-width space on the page"
         );
         assert!(b.len() < 400_000, "{path}: {} bytes", b.len());
     }
