@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The page's response headers, for every kind of response a person's browser may get
 # from it: the list, a decision (agent text in it), the error pages (bad filter, no
-# such decision, a path no route serves), the assets; and the JSON a browser can be
-# sent to. Each must say Content-Security-Policy default-src 'self' with
+# such decision), the assets. (The JSON API and the paths no route serves are
+# evident-serve's: redweb_api_headers.sh.) Each must say Content-Security-Policy default-src 'self' with
 # frame-ancestors 'none' (no framing), X-Content-Type-Options: nosniff; the pages and
 # the decision JSON must not be cached (Cache-Control: no-store). No header may carry
 # agent text (a task id with CR/LF and a header line in it).
@@ -15,7 +15,7 @@ json.dump({"spec_version": "0.1", "task": {"id": "t\r\nSet-Cookie: pwned=1\r\nX-
 PY
 id="$(post /v1/verify "$W/c.json")" || exit 2
 fail=""
-for p in "/" "/?kind=verify" "/decisions/$id" "/decisions/$id?x=%0d%0aX-Agent:%201" "/?state=nope" "/decisions/999999" "/decisions/abc" "/nope" "/decisions/$id/" "/assets/evident.css" "/assets/evident.js" "/assets/favicon.svg" "/v1/decisions/$id" "/v1/decisions"; do
+for p in "/" "/?kind=verify" "/decisions/$id" "/decisions/$id?x=%0d%0aX-Agent:%201" "/?state=nope" "/decisions/999999" "/decisions/abc" "/assets/evident.css" "/assets/evident.js" "/assets/favicon.svg"; do
   page "$p" "$W/h"
   code=$(head -1 "$W/h.h" | cut -d' ' -f2)
   ct=$(grep -i '^content-type:' "$W/h.h" | tr -d '\r' | cut -d' ' -f2-)

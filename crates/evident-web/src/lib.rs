@@ -742,6 +742,23 @@ mod tests {
     }
 
     #[test]
+    fn a_signature_the_verdict_did_not_accept_is_not_called_signed() {
+        // The attack: any bytes as the signature of the agent's own item.
+        let mut v = refuted_json();
+        v["claim"]["evidence"][0]["signature"] = json!({"keyid": "evident-gate", "sig": "AAAA"});
+        let html = render(&served(v.clone()));
+        assert!(
+            !html.contains(", signed)"),
+            "an unchecked signature reads as signed"
+        );
+        assert!(html.contains("(independent; carries a signature the verdict did not accept)"));
+        // Its honest twin: an item the verdict used (here as if its signature verified).
+        v["verdict"]["findings"][0]["used"] = json!(true);
+        let html = render(&served(v));
+        assert!(html.contains("(independent; signature accepted by the verdict)"));
+    }
+
+    #[test]
     fn an_invisible_character_in_a_task_id_is_shown() {
         // The attack: `billing\u{200b}-4472` reads as the real task.
         let mut v = refuted_json();

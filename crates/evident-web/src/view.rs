@@ -217,7 +217,10 @@ pub struct Check {
     pub wave: Option<String>,
     pub verifier: String,
     pub verifier_kind: String,
-    pub signed: bool,
+    /// What the item's own signature amounts to, when it carries one: the agent can
+    /// attach any bytes, so "signed" alone would read as authenticated. Accepted only
+    /// when the verdict used the item (it then verified with a trusted key).
+    pub signature: Option<&'static str>,
     pub at: String,
     pub at_iso: String,
     pub covers: String,
@@ -877,7 +880,13 @@ fn check(
         wave: e.wave.map(|w| w.as_str().to_string()),
         verifier: text::line(&e.verifier.id, SHORT),
         verifier_kind: verifier_kind(e).into(),
-        signed: e.signature.is_some(),
+        signature: e.signature.as_ref().map(|_| {
+            if f.is_some_and(|f| f.used) {
+                "signature accepted by the verdict"
+            } else {
+                "carries a signature the verdict did not accept"
+            }
+        }),
         at: text::short_time(e.at.instant()),
         at_iso: text::line(e.at.as_str(), 40),
         covers: covers_text(e),
