@@ -5,7 +5,7 @@
 # of them (40,000 matrix cells, each repeating the finding's sentence, which quotes a
 # 400-character verifier id); (c) unbroken
 # 4,000-character strings in every field a heading, label or cell shows; (d) JSON
-# nested 120 deep (60 objects of one-item arrays). Works when a page is over 10 MB, takes chromium over 60 s, or
+# nested 60 deep (30 objects of one-item arrays; serve refuses more than 64). Works when a page is over 10 MB, takes chromium over 60 s, or
 # (c) makes the page scroll sideways at 390 px (only the matrix has its own box).
 . "$(dirname "$0")/redweb_lib.sh"
 start_server --body-limit 4194304
@@ -30,7 +30,7 @@ json.dump({"spec_version": "0.1", "task": {"id": "long" + L, "description": L, "
                   "observation_error": L, "at": at, "covers": [L], "verifier": {"id": L, "kind": "independent"}}],
     "policy": {"id": L, "requires": ["state_readback"]}}, open(f"{w}/c.json", "w"))
 deep = "x"
-for _ in range(60): deep = {"d": [deep]}
+for _ in range(30): deep = {"d": [deep]}
 json.dump(base("deep", m1, [{"check_type": "state_readback", "target": "accounts/4472", "expected": {"d": deep},
     "observed_value": {"d": deep}, "at": at, "covers": ["m1"], "verifier": {"id": "v", "kind": "independent"}}]), open(f"{w}/d.json", "w"))
 PY
