@@ -1299,3 +1299,72 @@ fn a_weakened_test_runs_as_it_was_at_the_session_baseline() {
     let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
     allowed(&v);
 }
+
+/// The hooks and `[[snapshot]]`: where the contract declares one, the session start
+/// takes it (kept in the state directory, its hash recorded in the hook's ledger) and
+/// the stop gates with it. A row the agent rewrote and did not claim (the hook claims
+/// code changes, never a row) refuses the stop; twin: the fix alone is allowed. Without
+/// a session start there is no snapshot, and the stop is refused for that.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+fn a_session_start_snapshot_catches_an_unclaimed_row_at_the_stop() {
+    let contract = format!(
+        "{CONTRACT}\n[[snapshot]]\nid = \"accounts\"\nsource = {{ sqlite = {{ path = \"billing.db\", query = \"SELECT id, zip FROM accounts ORDER BY id\" }} }}\ntarget = \"accounts/{{id}}\"\n"
+    );
+    let w = world(&contract);
+    let sql = |q: &str| {
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()",
+            ])
+            .arg(w.repo.join("billing.db"))
+            .arg(q)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    sql(
+        "CREATE TABLE accounts(id TEXT PRIMARY KEY, zip TEXT); INSERT INTO accounts VALUES ('4471', '10001');",
+    );
+    git(&w.repo, &["add", "billing.db"]);
+    git(&w.repo, &["commit", "-qm", "db"]);
+    // No session start: no snapshot, so the stop cannot be verified.
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    claude_transcript(&w, "calc.py", "Fixed add(); all tests pass.");
+    let mut other = event(&w, "Stop", false);
+    other["session_id"] = json!("s0");
+    let (v, _) = hook(&w, "claude-code", &other);
+    assert!(refused(&v).contains("no snapshot was given"), "{v}");
+    git(&w.repo, &["checkout", "-q", "--", "calc.py"]);
+    let (v, err) = hook(&w, "claude-code", &event(&w, "SessionStart", false));
+    assert_eq!(v, Value::Null, "{err}");
+    assert!(
+        err.contains("snapshot of the contract's [[snapshot]] sets taken (recorded in"),
+        "{err}"
+    );
+    let kept = std::fs::read_dir(w.state.join("sessions"))
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().ends_with(".snapshot.json"));
+    assert!(kept, "the snapshot is kept in the state directory");
+    // Twin: the fix alone.
+    std::fs::write(w.repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    let (v, err) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    allowed(&v);
+    assert!(
+        v["systemMessage"].as_str().unwrap().contains("verified"),
+        "{v} {err}"
+    );
+    // The attack: a row rewritten too.
+    sql("UPDATE accounts SET zip = '00000' WHERE id = '4471';");
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", true));
+    let reason = refused(&v);
+    assert!(
+        reason.contains("changed but not claimed: accounts/4471 (changed)"),
+        "{reason}"
+    );
+}

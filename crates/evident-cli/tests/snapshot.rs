@@ -70,14 +70,20 @@ impl World {
     }
 
     fn claim(&self, targets: &[&str]) -> PathBuf {
+        let kinded: Vec<(&str, &str)> = targets.iter().map(|t| ("state_write", *t)).collect();
+        self.claim_kinds(&kinded)
+    }
+
+    /// A claim of one mutation per (kind, target).
+    fn claim_kinds(&self, mutations: &[(&str, &str)]) -> PathBuf {
         let at = time::OffsetDateTime::now_utc() - time::Duration::seconds(1);
         let at = at
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap();
-        let ms: Vec<Value> = targets
+        let ms: Vec<Value> = mutations
             .iter()
             .enumerate()
-            .map(|(i, t)| serde_json::json!({"id": format!("m{i}"), "kind": "state_write", "target": t, "at": at}))
+            .map(|(i, (k, t))| serde_json::json!({"id": format!("m{i}"), "kind": k, "target": t, "at": at}))
             .collect();
         let p = self.tmp.path().join("claim.json");
         std::fs::write(
@@ -288,10 +294,15 @@ fn an_undeclared_file_is_not_verified() {
         "{err}"
     );
     assert!(!out.contains("allow_all"), "{out}");
-    // Claimed, the same two changes pass this snapshot.
+    // Claimed as file changes, the same two pass this snapshot; claimed as
+    // state_writes (a kind no files snapshot takes) they do not.
     let (_, doc, out) = w.gate(
         &contract,
-        &w.claim(&["accounts/4471", "config/app.toml", "config/backdoor.toml"]),
+        &w.claim_kinds(&[
+            ("state_write", "accounts/4471"),
+            ("file_write", "config/app.toml"),
+            ("code_change", "config/backdoor.toml"),
+        ]),
         Some(&before),
     );
     assert_eq!(
@@ -299,6 +310,180 @@ fn an_undeclared_file_is_not_verified() {
         0,
         "{out}"
     );
+    let (_, doc, out) = w.gate(
+        &contract,
+        &w.claim(&["accounts/4471", "config/app.toml", "config/backdoor.toml"]),
+        Some(&before),
+    );
+    assert_eq!(
+        snapshot_run(&doc, "config")["observed"]["unclaimed_changes"],
+        2,
+        "{out}"
+    );
+}
+
+/// The contract of attacks/snap_cross_set_target.sh: rows `accounts/{id}` and the
+/// files under `accounts/`, whose file `accounts/4471` has a row's name.
+const CROSS_SET_CONTRACT: &str = r#"snapshot_max_age_s = 3600
+[policy]
+max_age_s = 300
+[[check]]
+id = "zip"
+check_type = "state_readback"
+covers = { target = "accounts/4471" }
+source = { sqlite = { path = "billing.db", query = "SELECT billing_zip FROM accounts WHERE id = '4471'" } }
+expected = { billing_zip = "94107" }
+[[snapshot]]
+id = "rows"
+source = { sqlite = { path = "billing.db", query = "SELECT id, billing_zip FROM accounts ORDER BY id" } }
+target = "accounts/{id}"
+[[snapshot]]
+id = "files"
+source = { files = { path = "accounts" } }
+"#;
+
+/// Attack (attacks/snap_cross_set_target.sh): the claimed row `accounts/4471` also
+/// excused the file `accounts/4471` the agent rewrote (one claimed target cleared
+/// its name in every snapshot). A `state_write` names a row, not a file. Twin: the
+/// file change claimed as a `file_write` too verifies.
+#[test]
+fn a_claimed_row_does_not_excuse_a_file_of_the_same_name() {
+    let w = World::new();
+    std::fs::create_dir_all(w.root.join("accounts")).unwrap();
+    w.file("accounts/4471", "limit = 100\n");
+    sqlite(
+        &w.root.join("billing.db"),
+        "CREATE TABLE accounts(id TEXT PRIMARY KEY, billing_zip TEXT); INSERT INTO accounts VALUES ('4471','10001');",
+    );
+    let contract = w.file("contract.toml", CROSS_SET_CONTRACT);
+    let before = w.snapshot(&contract);
+    sqlite(
+        &w.root.join("billing.db"),
+        "UPDATE accounts SET billing_zip='94107' WHERE id='4471';",
+    );
+    w.file("accounts/4471", "limit = 999999\n");
+    let (code, doc, out) = w.gate(&contract, &w.claim(&["accounts/4471"]), Some(&before));
+    assert_eq!(code, 3, "{out}");
+    assert_eq!(doc["verdict"]["state"], "unverified", "{out}");
+    assert_eq!(
+        snapshot_run(&doc, "rows")["observed"]["unclaimed_changes"],
+        0
+    );
+    let err = snapshot_run(&doc, "files")["error"].as_str().unwrap();
+    assert!(err.contains("accounts/4471 (changed)"), "{err}");
+    let (code, doc, out) = w.gate(
+        &contract,
+        &w.claim_kinds(&[
+            ("state_write", "accounts/4471"),
+            ("file_write", "accounts/4471"),
+        ]),
+        Some(&before),
+    );
+    assert_eq!(code, 0, "honest twin: {out}");
+    assert_eq!(doc["verdict"]["state"], "verified", "{out}");
+}
+
+/// Two snapshots of one kind naming items alike (a table and its mirror): a
+/// mutation of `accounts/4471` could mean either, so it claims neither. Twin: the
+/// mirror declares its own kind, and a mutation of that kind claims it.
+#[test]
+fn a_target_two_snapshots_of_its_kind_name_claims_neither() {
+    let w = World::new();
+    sqlite(
+        &w.root.join("billing.db"),
+        "CREATE TABLE accounts(id TEXT PRIMARY KEY, billing_zip TEXT); INSERT INTO accounts VALUES ('4471','10001'); \
+         CREATE TABLE mirror(id TEXT PRIMARY KEY, billing_zip TEXT); INSERT INTO mirror VALUES ('4471','10001');",
+    );
+    let mirror = "[[snapshot]]\nid = \"mirror\"\nsource = { sqlite = { path = \"billing.db\", query = \"SELECT id, billing_zip FROM mirror ORDER BY id\" } }\ntarget = \"accounts/{id}\"\n";
+    let rows = CROSS_SET_CONTRACT
+        .split("[[snapshot]]\nid = \"files\"")
+        .next()
+        .unwrap();
+    let contract = w.file("contract.toml", &format!("{rows}{mirror}"));
+    let before = w.snapshot(&contract);
+    let change = "UPDATE accounts SET billing_zip='94107' WHERE id='4471'; UPDATE mirror SET billing_zip='00000' WHERE id='4471';";
+    sqlite(&w.root.join("billing.db"), change);
+    let (code, doc, out) = w.gate(&contract, &w.claim(&["accounts/4471"]), Some(&before));
+    assert_eq!(code, 3, "{out}");
+    let err = snapshot_run(&doc, "mirror")["error"].as_str().unwrap();
+    assert!(
+        err.contains("could mean the item of snapshots rows, mirror"),
+        "{err}"
+    );
+    let kinded = w.file(
+        "kinded.toml",
+        &format!(
+            "{rows}{}",
+            mirror.replace("target =", "kinds = [\"mirror_write\"]\ntarget =")
+        ),
+    );
+    sqlite(
+        &w.root.join("billing.db"),
+        "UPDATE accounts SET billing_zip='10001'; UPDATE mirror SET billing_zip='10001';",
+    );
+    let before = w.snapshot(&kinded);
+    sqlite(&w.root.join("billing.db"), change);
+    let (code, doc, out) = w.gate(
+        &kinded,
+        &w.claim_kinds(&[
+            ("state_write", "accounts/4471"),
+            ("mirror_write", "accounts/4471"),
+        ]),
+        Some(&before),
+    );
+    assert_eq!(code, 0, "honest twin: {out}");
+    assert_eq!(doc["verdict"]["state"], "verified", "{out}");
+}
+
+/// Attack (attacks/snap_kind_lie.sh): the row `accounts/4472` rewritten and claimed
+/// as a `file_write`, which a kind-wide check (`covers = { kind = "file_write" }`)
+/// covers: the snapshot counted it claimed and the claim verified, though nothing
+/// observed the row. A row is changed by a state write; a `file_write` names no row.
+/// Twin: the honest claim of the one row verifies.
+#[test]
+fn a_row_change_claimed_as_a_file_write_is_not_claimed() {
+    let w = World::new();
+    sqlite(
+        &w.root.join("billing.db"),
+        "CREATE TABLE accounts(id TEXT PRIMARY KEY, billing_zip TEXT); INSERT INTO accounts VALUES ('4471','10001'),('4472','10002');",
+    );
+    w.file("build.txt", "ok\n");
+    let contract = w.file(
+        "contract.toml",
+        &(CROSS_SET_CONTRACT
+            .split("[[snapshot]]")
+            .next()
+            .unwrap()
+            .replace(
+                "[[check]]\nid = \"zip\"",
+                "[[check]]\nid = \"build\"\ncheck_type = \"state_readback\"\ncovers = { kind = \"file_write\" }\nsource = { file = { path = \"build.txt\" } }\nexpected = { exists = true }\n[[check]]\nid = \"zip\"",
+            )
+            + "[[snapshot]]\nid = \"accounts\"\nsource = { sqlite = { path = \"billing.db\", query = \"SELECT id, billing_zip FROM accounts ORDER BY id\" } }\ntarget = \"accounts/{id}\"\n"),
+    );
+    let before = w.snapshot(&contract);
+    sqlite(
+        &w.root.join("billing.db"),
+        "UPDATE accounts SET billing_zip='94107' WHERE id='4471';",
+    );
+    let (code, doc, out) = w.gate(&contract, &w.claim(&["accounts/4471"]), Some(&before));
+    assert_eq!(code, 0, "honest twin: {out}");
+    assert_eq!(doc["verdict"]["state"], "verified", "{out}");
+    sqlite(
+        &w.root.join("billing.db"),
+        "UPDATE accounts SET billing_zip='00000' WHERE id='4472';",
+    );
+    let (code, doc, out) = w.gate(
+        &contract,
+        &w.claim_kinds(&[
+            ("state_write", "accounts/4471"),
+            ("file_write", "accounts/4472"),
+        ]),
+        Some(&before),
+    );
+    assert_eq!(code, 3, "{out}");
+    assert_eq!(doc["verdict"]["state"], "unverified", "{out}");
+    let err = snapshot_run(&doc, "accounts")["error"].as_str().unwrap();
+    assert!(err.contains("accounts/4472 (changed)"), "{err}");
 }
 
 #[test]
@@ -507,7 +692,12 @@ fn a_git_tree_snapshot_sees_an_unclaimed_commit() {
     w.file("cron.py", "import os\n");
     git(&["add", "."]);
     git(&["commit", "-qm", "agent"]);
-    let (code, doc, out) = w.gate(&contract, &w.claim(&["app.py"]), Some(&before));
+    // A file is changed by a code change (a `state_write` of app.py names no file).
+    let (code, doc, out) = w.gate(
+        &contract,
+        &w.claim_kinds(&[("code_change", "app.py")]),
+        Some(&before),
+    );
     assert_eq!(code, 3, "{out}");
     let s = snapshot_run(&doc, "tree");
     assert_eq!(s["observed"]["unclaimed_changes"], 1, "{s}");
@@ -584,4 +774,273 @@ fn redis_keys_undeclared_change() {
     );
     assert!(!stdout.contains("secret-value"));
     cli(&["DEL", &format!("{prefix}:a"), &format!("{prefix}:b")]);
+}
+
+impl World {
+    /// `evident snapshot` without a key: the file is unsigned and its hash recorded in
+    /// the ledger at `ledger` (the gate's, `ledger.db` beside the key, by default).
+    fn snapshot_recorded(&self, contract: &Path, out: &str, ledger: Option<&Path>) -> PathBuf {
+        let out = self.tmp.path().join(out);
+        let mut cmd = evident(self.tmp.path());
+        if let Some(l) = ledger {
+            cmd.env("EVIDENT_LEDGER", l);
+        }
+        let (code, stdout, err) = run(cmd
+            .arg("snapshot")
+            .arg(contract)
+            .arg("--out")
+            .arg(&out)
+            .arg("--json"));
+        assert_eq!(code, 0, "{stdout}\n{err}");
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        assert!(v["recorded"]["id"].as_u64().is_some(), "{stdout}");
+        assert!(v["signed_by"].is_null(), "{stdout}");
+        out
+    }
+}
+
+/// The issue's "recorded in the ledger": without a key, `evident snapshot` records
+/// the file's hash in the ledger and the gate accepts that unsigned file (twin), and
+/// still refuses an edited one, one recorded in another ledger, one of another
+/// contract and a stale one.
+#[test]
+fn an_unsigned_snapshot_counts_only_when_recorded_in_the_gates_ledger() {
+    let (w, contract) = sqlite_world();
+    let before = w.snapshot_recorded(&contract, "recorded.json", None);
+    let text = std::fs::read_to_string(&before).unwrap();
+    assert!(
+        !text.contains("signature") && !text.contains("10001"),
+        "{text}"
+    );
+    sqlite(
+        &w.root.join("billing.db"),
+        "UPDATE accounts SET billing_zip = '94107' WHERE id = '4471';",
+    );
+    let claim = w.claim(&["accounts/4471"]);
+    let (code, doc, out) = w.gate(&contract, &claim, Some(&before));
+    assert_eq!(code, 0, "honest twin: {out}");
+    assert_eq!(doc["verdict"]["state"], "verified", "{out}");
+    sqlite(
+        &w.root.join("billing.db"),
+        "UPDATE accounts SET billing_zip = '55555' WHERE id = '4472';",
+    );
+    let refused = |file: &Path, contract: &Path, why: &str| {
+        let (code, doc, out) = w.gate(contract, &claim, Some(file));
+        assert_eq!(code, 3, "{why}: {out}");
+        let err = snapshot_run(&doc, "accounts")["error"].as_str().unwrap();
+        assert!(err.contains(why), "{why}: {err}");
+    };
+    // The agent rewrites the changed row's hash in the recorded file.
+    let now = w.snapshot_recorded(
+        &contract,
+        "now.json",
+        Some(&w.tmp.path().join("scratch.db")),
+    );
+    let now: Value = serde_json::from_str(&std::fs::read_to_string(&now).unwrap()).unwrap();
+    let mut edited: Value = serde_json::from_str(&text).unwrap();
+    edited["sets"]["accounts"]["accounts/4472"] = now["sets"]["accounts"]["accounts/4472"].clone();
+    let f = w.tmp.path().join("edited.json");
+    std::fs::write(&f, edited.to_string()).unwrap();
+    refused(&f, &contract, "not recorded in the gate's ledger");
+    // Or takes one of the state now, recorded in a ledger of its own.
+    let agents = w.snapshot_recorded(
+        &contract,
+        "agents.json",
+        Some(&w.tmp.path().join("agent.db")),
+    );
+    refused(&agents, &contract, "not recorded in the gate's ledger");
+    // A recorded snapshot of another contract.
+    let other = w.file(
+        "other.toml",
+        &SQLITE_CONTRACT.replace("ORDER BY id", "ORDER BY id DESC"),
+    );
+    let foreign = w.snapshot_recorded(&other, "foreign.json", None);
+    refused(&foreign, &contract, "another contract");
+    // A recorded one past snapshot_max_age_s.
+    let short = w.file(
+        "short.toml",
+        &SQLITE_CONTRACT.replace("snapshot_max_age_s = 3600", "snapshot_max_age_s = 1"),
+    );
+    let old = w.snapshot_recorded(&short, "old.json", None);
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    refused(&old, &short, "stale");
+}
+
+/// A `[[trust]]` key vouches for evidence (a CI runner's results), not for the state
+/// before the agent ran: a snapshot it signed was accepted, so whoever can make that
+/// signer sign (a CI job the agent's code runs) could hand the gate a snapshot of the
+/// state after its changes. Refused now; twin: the same key named a
+/// `[[snapshot_signer]]` signs snapshots.
+#[test]
+fn a_trust_key_does_not_sign_snapshots_a_snapshot_signer_does() {
+    let (w, _) = sqlite_world();
+    let ci_key = w.tmp.path().join("ci.key");
+    let (code, _, err) = run(evident(w.tmp.path())
+        .args(["key", "generate", "--id", "ci", "--out"])
+        .arg(&ci_key));
+    assert_eq!(code, 0, "{err}");
+    let public = evident_ledger::Key::load(&ci_key)
+        .unwrap()
+        .public_key_base64();
+    let entry = |table: &str| format!("[[{table}]]\nid = \"ci\"\npublic_key = \"{public}\"\n");
+    let trusted = w.file(
+        "trusted.toml",
+        &format!("{SQLITE_CONTRACT}{}", entry("trust")),
+    );
+    let signer = w.file(
+        "signer.toml",
+        &format!("{SQLITE_CONTRACT}{}", entry("snapshot_signer")),
+    );
+    let take = |contract: &Path, out: &str| {
+        let out = w.tmp.path().join(out);
+        let (code, _, err) = run(evident(w.tmp.path())
+            .arg("snapshot")
+            .arg(contract)
+            .arg("--out")
+            .arg(&out)
+            .arg("--key")
+            .arg(&ci_key));
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let by_trust = take(&trusted, "trust.json");
+    let by_signer = take(&signer, "signer.json");
+    sqlite(
+        &w.root.join("billing.db"),
+        "UPDATE accounts SET billing_zip = '94107' WHERE id = '4471';",
+    );
+    let claim = w.claim(&["accounts/4471"]);
+    let (code, doc, out) = w.gate(&trusted, &claim, Some(&by_trust));
+    assert_eq!(code, 3, "{out}");
+    let err = snapshot_run(&doc, "accounts")["error"].as_str().unwrap();
+    assert!(err.contains("does not trust for snapshots"), "{err}");
+    let (code, doc, out) = w.gate(&signer, &claim, Some(&by_signer));
+    assert_eq!(code, 0, "twin: {out}");
+    assert_eq!(doc["verdict"]["state"], "verified", "{out}");
+}
+
+/// Attack (attacks/sql_search_path_shadow.sh): PostgreSQL's default search_path is
+/// `"$user", public`. The agent creates a schema named after the gate's role holding a
+/// copy of `accounts` with the values the check expects: the readback and the
+/// snapshot read the copy, the application keeps the old value (and a row the agent
+/// rewrote). Every session is pinned to `public` now: the readback sees the real
+/// table and refutes. Twin: the work done in `public.accounts` verifies. A scratch
+/// database, so no other test's tables are shadowed.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs PostgreSQL: .ci/run sets its address and runs this (see README, Development)"
+)]
+fn a_schema_named_after_the_gates_role_does_not_shadow_the_table() {
+    let url = std::env::var("EVIDENT_TEST_POSTGRES_URL").expect(
+        "EVIDENT_TEST_POSTGRES_URL is not set: this test needs PostgreSQL (.ci/run sets it)",
+    );
+    let db = format!(
+        "evident_sp_{}_{}",
+        std::process::id(),
+        time::OffsetDateTime::now_utc().unix_timestamp_nanos() % 1_000_000_000
+    );
+    let psql = |url: &str, sql: &str| {
+        let out = std::process::Command::new("psql")
+            .args([url, "-v", "ON_ERROR_STOP=1", "-qAtc", sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "psql: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    psql(&url, &format!("CREATE DATABASE {db}"));
+    let (base, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
+    let (server, _) = base.rsplit_once('/').expect("a postgres://…/db URL");
+    let scratch = if query.is_empty() {
+        format!("{server}/{db}")
+    } else {
+        format!("{server}/{db}?{query}")
+    };
+    let role = psql(&scratch, "SELECT current_user");
+    psql(
+        &scratch,
+        "CREATE TABLE public.accounts(id text PRIMARY KEY, billing_zip text); \
+         INSERT INTO public.accounts VALUES ('4471', '10001'), ('4472', '10002');",
+    );
+    let w = World::new();
+    let contract = w.file(
+        "contract.toml",
+        r#"snapshot_max_age_s = 3600
+[policy]
+max_age_s = 300
+[[check]]
+id = "zip"
+check_type = "state_readback"
+covers = { target = "accounts/4471" }
+source = { postgres = { url_env = "BILLING_DB", query = "SELECT billing_zip FROM accounts WHERE id = '4471'" } }
+expected = { billing_zip = "94107" }
+[[snapshot]]
+id = "accounts"
+source = { postgres = { url_env = "BILLING_DB", query = "SELECT id, billing_zip FROM accounts ORDER BY id" } }
+target = "accounts/{id}"
+"#,
+    );
+    let before = w.tmp.path().join("before.json");
+    let (code, _, err) = run(evident(w.tmp.path())
+        .env("BILLING_DB", &scratch)
+        .arg("snapshot")
+        .arg(&contract)
+        .arg("--out")
+        .arg(&before)
+        .arg("--key")
+        .arg(&w.key));
+    assert_eq!(code, 0, "{err}");
+    let gate = || {
+        let (code, stdout, err) = run(evident(w.tmp.path())
+            .env("BILLING_DB", &scratch)
+            .arg("gate")
+            .arg(&contract)
+            .arg(w.claim(&["accounts/4471"]))
+            .args(["--json", "--no-record", "--key"])
+            .arg(&w.key)
+            .arg("--before")
+            .arg(&before));
+        let doc: Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{err}"));
+        (code, doc)
+    };
+    // The agent: 4471 left undone in public, 4472 rewritten there; the shadow copy
+    // shows what the gate expects.
+    psql(
+        &scratch,
+        &format!(
+            "UPDATE public.accounts SET billing_zip = '00000' WHERE id = '4472'; \
+             CREATE SCHEMA \"{role}\"; \
+             CREATE TABLE \"{role}\".accounts AS SELECT * FROM public.accounts; \
+             UPDATE \"{role}\".accounts SET billing_zip = '94107' WHERE id = '4471'; \
+             UPDATE \"{role}\".accounts SET billing_zip = '10002' WHERE id = '4472';"
+        ),
+    );
+    let (code, doc) = gate();
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["verdict"]["state"], "refuted", "{doc}");
+    assert!(
+        snapshot_run(&doc, "accounts")["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("accounts/4472 (changed)"),
+        "{doc}"
+    );
+    // Twin: the work done in the real table.
+    psql(
+        &scratch,
+        &format!(
+            "DROP SCHEMA \"{role}\" CASCADE; \
+             UPDATE public.accounts SET billing_zip = '10002' WHERE id = '4472'; \
+             UPDATE public.accounts SET billing_zip = '94107' WHERE id = '4471';"
+        ),
+    );
+    let (code, doc) = gate();
+    assert_eq!(code, 0, "twin: {doc}");
+    assert_eq!(doc["verdict"]["state"], "verified", "{doc}");
+    psql(&url, &format!("DROP DATABASE {db}"));
 }

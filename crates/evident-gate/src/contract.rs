@@ -30,6 +30,15 @@ pub struct Contract {
     /// evidence counts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trust: Vec<TrustedVerifier>,
+    /// Keys that may sign a snapshot (`evident snapshot --key`) besides the gate's own
+    /// `--key` (TOML: `[[snapshot_signer]]`, `{id, public_key}`). A `[[trust]]` key
+    /// vouches for evidence only, never for the state before the agent ran.
+    #[serde(
+        rename = "snapshot_signer",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub snapshot_signers: Vec<TrustedVerifier>,
     /// Settings of the coding-agent stop hook (`evident hook`, docs/agents.md); the
     /// gate itself ignores them.
     #[serde(default, skip_serializing_if = "Option::is_none")]

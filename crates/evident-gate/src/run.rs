@@ -13,6 +13,7 @@ use evident_probes::{Context, Observation, Source};
 use evident_rules::{Options, Verdict, decide};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -607,30 +608,18 @@ async fn compare_snapshots(
     settings: &Settings,
     before: Option<&Result<crate::snapshot::Before, String>>,
 ) -> Vec<(usize, Value, Option<String>, Duration)> {
-    let claimed: Vec<String> = claim
-        .mutations
-        .iter()
-        .filter_map(|m| m.target.as_deref())
-        .filter_map(crate::contract::canonical_target)
-        .map(|t| t.into_owned())
-        .collect();
-    // A difference is claimed only under its own spelling: an item named
-    // `accounts/4471/` (a row whose id is "4471/") is another item than the claimed
-    // `accounts/4471`, though both canonicalise alike; an added row must not pass
-    // behind a claimed one.
-    let is_claimed = |t: &str| {
-        crate::contract::canonical_target(t)
-            .is_some_and(|c| c == t && claimed.iter().any(|x| *x == c))
-    };
-    let mut out = Vec::new();
+    // Every set is read first: which item a mutation names depends on every set's
+    // names (crate::snapshot::claims).
     let base = contract.checks.len();
+    type Read<'b> = Result<(&'b BTreeMap<String, String>, BTreeMap<String, String>), String>;
+    let mut reads: Vec<Option<(Duration, Read<'_>)>> = Vec::new();
     for (k, s) in contract.snapshots.iter().enumerate() {
-        let pi = base + k;
-        if plan.get(pi).is_none_or(|p| p.waves.is_empty()) {
+        if plan.get(base + k).is_none_or(|p| p.waves.is_empty()) {
+            reads.push(None);
             continue;
         }
         let started = Instant::now();
-        let result: Result<Value, String> = match before {
+        let result = match before {
             None => Err(
                 "no snapshot was given: the contract declares [[snapshot]], so the gate needs --before FILE from `evident snapshot` taken before the agent ran".into(),
             ),
@@ -639,20 +628,39 @@ async fn compare_snapshots(
                 None => Err(format!("the snapshot has no set {:?}", s.id)),
                 Some(then) => {
                     let limit = settings.deadline.min(Duration::from_secs(600));
-                    match crate::snapshot::read(s, &settings.context, limit).await {
-                        Err(e) => Err(e),
-                        Ok(now) => {
-                            let diffs = crate::snapshot::differences(then, &now, &is_claimed);
-                            let (obs, err) = crate::snapshot::observation(&diffs);
-                            out.push((pi, Value::Object(obs), err, started.elapsed()));
-                            continue;
-                        }
-                    }
+                    crate::snapshot::read(s, &settings.context, limit)
+                        .await
+                        .map(|now| (then, now))
                 }
             },
         };
-        if let Err(e) = result {
-            out.push((pi, Value::Null, Some(e), started.elapsed()));
+        reads.push(Some((started.elapsed(), result)));
+    }
+    let names: crate::snapshot::Names<'_> = reads
+        .iter()
+        .map(|r| match r {
+            Some((_, Ok((then, now)))) => {
+                Some(then.keys().chain(now.keys()).map(String::as_str).collect())
+            }
+            _ => None,
+        })
+        .collect();
+    let mutations: Vec<(&str, &str)> = claim
+        .mutations
+        .iter()
+        .filter_map(|m| Some((m.kind.as_str(), m.target.as_deref()?)))
+        .collect();
+    let claimed = crate::snapshot::claims(&contract.snapshots, &names, &mutations);
+    let mut out = Vec::new();
+    for (k, r) in reads.iter().enumerate() {
+        let Some((took, result)) = r else { continue };
+        match result {
+            Ok((then, now)) => {
+                let diffs = crate::snapshot::differences(then, now, &claimed[k]);
+                let (obs, err) = crate::snapshot::observation(&diffs);
+                out.push((base + k, Value::Object(obs), err, *took));
+            }
+            Err(e) => out.push((base + k, Value::Null, Some(e.clone()), *took)),
         }
     }
     out

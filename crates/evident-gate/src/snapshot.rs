@@ -40,6 +40,11 @@ pub struct Snapshot {
     /// of a Redis key (the default for redis).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The mutation kinds that can claim a difference in this set (default: rows and
+    /// keys `state_write`, `db_write`; files `file_write`, `code_change`). A claimed
+    /// mutation of another kind names nothing here, whatever its target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kinds: Option<Vec<String>>,
 }
 
 impl Snapshot {
@@ -48,6 +53,14 @@ impl Snapshot {
         self.target
             .as_deref()
             .or_else(|| self.source.default_target())
+    }
+
+    /// Whether a mutation of `kind` can refer to an item of this set.
+    pub fn takes_kind(&self, kind: &str) -> bool {
+        match &self.kinds {
+            Some(k) => k.iter().any(|k| k == kind),
+            None => self.source.default_kinds().contains(&kind),
+        }
     }
 }
 
@@ -113,6 +126,14 @@ pub fn validate(contract: &Contract) -> Result<(), (String, String)> {
                 }
                 Some(_) => {}
             },
+        }
+        if let Some(k) = &s.kinds
+            && (k.is_empty() || k.iter().any(|k| k.trim().is_empty()))
+        {
+            return Err((
+                at("kinds"),
+                "kinds lists the mutation kinds that change this set, e.g. [\"state_write\"]; none may be empty".into(),
+            ));
         }
         if let Err(e) = s.source.validate() {
             return Err((at("source"), e.to_string()));
@@ -231,15 +252,25 @@ pub struct Before {
     pub sets: BTreeMap<String, BTreeMap<String, String>>,
 }
 
+/// How a snapshot file is shown to be the owner's: a signed one by `authenticate`
+/// (the gate's key or a `[[snapshot_signer]]`), an unsigned one by `recorded` (its
+/// digest is in the gate's ledger for this contract; `Err` when the ledger could
+/// not be read).
+pub struct Provenance<'a> {
+    pub authenticate: &'a dyn Fn(&Value) -> bool,
+    pub recorded: &'a dyn Fn(&Value) -> Result<bool, String>,
+}
+
 /// Checks a snapshot file for `contract` at `now`: signed by a key the gate trusts
-/// (`authenticate`), taken for this contract, not older than `snapshot_max_age_s`
-/// (nor from the future), holding exactly the contract's snapshots. Why not,
-/// otherwise: the agent could have written or edited it.
+/// for snapshots or recorded in its ledger ([`Provenance`]), taken for this contract,
+/// not older than `snapshot_max_age_s` (nor from the future), holding exactly the
+/// contract's snapshots. Why not, otherwise: the agent could have written or edited
+/// it.
 pub fn check(
     doc: &Value,
     contract: &Contract,
     now: &Timestamp,
-    authenticate: &dyn Fn(&Value) -> bool,
+    provenance: &Provenance<'_>,
 ) -> Result<Before, String> {
     let obj = doc
         .as_object()
@@ -247,11 +278,22 @@ pub fn check(
     if obj.get("format").and_then(Value::as_str) != Some(FORMAT) {
         return Err(format!("not an {FORMAT} file (format)"));
     }
-    if obj.get("signature").is_none() {
-        return Err("the snapshot is unsigned: take it with `evident snapshot --key KEY` (an unsigned file could be the agent's)".into());
-    }
-    if !authenticate(doc) {
-        return Err("the snapshot's signature does not verify with the gate's key or a [[trust]] key: it was edited, or signed by a key the gate does not trust".into());
+    if obj.get("signature").is_some() {
+        if !(provenance.authenticate)(doc) {
+            return Err("the snapshot's signature does not verify with the gate's key or a [[snapshot_signer]] key: it was edited, or signed by a key the gate does not trust for snapshots".into());
+        }
+    } else {
+        match (provenance.recorded)(doc) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err("the snapshot is unsigned and its hash is not recorded in the gate's ledger for this contract: take it with `evident snapshot` (with --key, or recording it in the ledger the gate reads); an unsigned, unrecorded or edited file could be the agent's".into());
+            }
+            Err(e) => {
+                return Err(format!(
+                    "the snapshot is unsigned and the gate's ledger could not be read to find it: {e}"
+                ));
+            }
+        }
     }
     if obj.get("contract").and_then(Value::as_str) != Some(contract_digest(contract).as_str()) {
         return Err(
@@ -297,16 +339,71 @@ pub struct Difference {
     pub target: String,
     /// `added`, `removed` or `changed`.
     pub change: &'static str,
-    /// Whether a claimed mutation names this target.
+    /// Whether a claimed mutation names this item.
     pub claimed: bool,
+    /// Why a mutation naming this target did not claim it, when one did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What each set's items are called, before and now: the names a mutation can mean.
+pub type Names<'a> = Vec<Option<std::collections::BTreeSet<&'a str>>>;
+
+/// For each snapshot, the targets that claimed mutations name in it, and for targets a
+/// mutation could mean in several sets, why none of them is claimed. A mutation
+/// names an item of a set only when its kind is one the set takes
+/// ([`Snapshot::takes_kind`]: a `file_write` never claims a row) and its canonical
+/// target is the item's own name. A mutation names one item: when its target is an
+/// item of two sets its kind can refer to (two tables named alike, a row and a
+/// Redis key), it claims neither, since a check proving one would excuse the other.
+/// `names[k]` is `None` for a set that was not read.
+pub fn claims(
+    snapshots: &[Snapshot],
+    names: &Names<'_>,
+    mutations: &[(&str, &str)],
+) -> Vec<BTreeMap<String, Option<String>>> {
+    let mut out: Vec<BTreeMap<String, Option<String>>> = vec![BTreeMap::new(); snapshots.len()];
+    for (kind, target) in mutations {
+        let Some(t) = crate::contract::canonical_target(target) else {
+            continue;
+        };
+        let refs: Vec<usize> = (0..snapshots.len())
+            .filter(|&k| {
+                snapshots[k].takes_kind(kind)
+                    && names
+                        .get(k)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|n| n.contains(t.as_ref()))
+            })
+            .collect();
+        match refs.as_slice() {
+            [] => {}
+            [k] => {
+                out[*k].entry(t.to_string()).or_insert(None);
+            }
+            many => {
+                let ids: Vec<&str> = many.iter().map(|&k| snapshots[k].id.as_str()).collect();
+                let why = format!(
+                    "a {kind} mutation of {t} could mean the item of snapshots {}; it claims none (give the snapshots distinct kinds or targets)",
+                    ids.join(", ")
+                );
+                for &k in many {
+                    out[k].insert(t.to_string(), Some(why.clone()));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Every difference between `before` and `now`, each marked claimed when `claimed`
-/// says a mutation names its target.
+/// (from [`claims`]) names its target with no objection. An item whose own name is
+/// not in canonical form (a row with id `4471/`) is never claimed: an added row must
+/// not pass behind the claimed `accounts/4471`.
 pub fn differences(
     before: &BTreeMap<String, String>,
     now: &BTreeMap<String, String>,
-    claimed: &dyn Fn(&str) -> bool,
+    claimed: &BTreeMap<String, Option<String>>,
 ) -> Vec<Difference> {
     let mut out = Vec::new();
     for (t, h) in before {
@@ -321,10 +418,15 @@ pub fn differences(
     }
     out.sort();
     out.into_iter()
-        .map(|(t, change)| Difference {
-            target: t.clone(),
-            change,
-            claimed: claimed(t),
+        .map(|(t, change)| {
+            let canonical = crate::contract::canonical_target(t).is_some_and(|c| c == t.as_str());
+            let claim = claimed.get(t).filter(|_| canonical);
+            Difference {
+                target: t.clone(),
+                change,
+                claimed: matches!(claim, Some(None)),
+                note: claim.cloned().flatten(),
+            }
         })
         .collect()
 }
@@ -339,7 +441,7 @@ pub fn observation(diffs: &[Difference]) -> (Map<String, Value>, Option<String>)
     let shown: Vec<Value> = diffs
         .iter()
         .take(MAX_SHOWN)
-        .map(|d| json!({ "target": d.target, "change": d.change, "claimed": d.claimed }))
+        .map(|d| serde_json::to_value(d).unwrap_or(Value::Null))
         .collect();
     obj.insert("differences".into(), Value::Array(shown));
     if diffs.len() > MAX_SHOWN {
@@ -352,8 +454,13 @@ pub fn observation(diffs: &[Difference]) -> (Map<String, Value>, Option<String>)
             .map(|d| format!("{} ({})", d.target, d.change))
             .collect();
         let more = unclaimed.len().saturating_sub(10);
+        let note = unclaimed
+            .iter()
+            .find_map(|d| d.note.as_deref())
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
         format!(
-            "changed but not claimed: {}{}; every change since the snapshot must be the target of a claimed mutation",
+            "changed but not claimed: {}{}; every change since the snapshot must be the target of a claimed mutation of a kind that changes this snapshot{note}",
             list.join(", "),
             if more > 0 { format!(" and {more} more") } else { String::new() }
         )
@@ -420,7 +527,8 @@ mod tests {
         let n: BTreeMap<String, String> = [("a", "1"), ("b", "9"), ("d", "4")]
             .map(|(k, v)| (k.into(), v.into()))
             .into();
-        let d = differences(&b, &n, &|t| t == "b");
+        let claimed: BTreeMap<String, Option<String>> = [("b".to_string(), None)].into();
+        let d = differences(&b, &n, &claimed);
         let got: Vec<(&str, &str, bool)> = d
             .iter()
             .map(|d| (d.target.as_str(), d.change, d.claimed))

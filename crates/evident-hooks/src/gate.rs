@@ -19,6 +19,8 @@ pub struct Options {
     pub key: Option<PathBuf>,
     /// The session's baseline commit: what `protect = { base = "@baseline" }` means.
     pub baseline: String,
+    /// The snapshot taken at session start, for a contract with `[[snapshot]]`.
+    pub before: Option<Value>,
 }
 
 pub struct Decision {
@@ -69,7 +71,7 @@ pub fn decide(
             checkpoint: None,
             ..Default::default()
         },
-        before: None,
+        before: opts.before.clone(),
     })
     .map_err(|e| e.to_string())?;
     let mut explanation = decision.verdict.reason.clone();

@@ -20,6 +20,7 @@ use evident_format::OnUnverified;
 pub use evident_gate::contract::NoChange;
 use evident_probes::git::Witness;
 use evident_rules::State;
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Where the owner's contract lives in a repository (read at the baseline commit).
@@ -130,7 +131,16 @@ fn handle(
     match event.kind {
         Some(Kind::SessionStart) => {
             match runtime.block_on(session_start(agent, &event, opts, env, started)) {
-                Ok(line) => log.push(line),
+                Ok((line, pending)) => {
+                    log.push(line);
+                    match pending.map(|p| keep_snapshot(opts, p)) {
+                        Some(Ok(l)) => log.push(l),
+                        Some(Err(e)) => log.push(format!(
+                            "evident hook: session start: the snapshot could not be kept ({e}); the stop will be unverified"
+                        )),
+                        None => {}
+                    }
+                }
                 // A session start cannot refuse anything: say so on stderr; the stop
                 // falls back to the default branch's merge-base.
                 Err(e) => log.push(format!("evident hook: session start: {e}")),
@@ -239,12 +249,12 @@ fn rfc3339(t: time::OffsetDateTime) -> String {
 }
 
 async fn session_start(
-    _agent: Agent,
+    agent: Agent,
     event: &Event,
     opts: &Options,
     env: Env<'_>,
     started: time::OffsetDateTime,
-) -> Result<String, String> {
+) -> Result<(String, Option<Pending>), String> {
     let dir = PathBuf::from(event.cwd.as_deref().ok_or("no cwd")?);
     let w = open_witness(&dir, env).await?;
     let top = w.top().canonicalize().map_err(|e| e.to_string())?;
@@ -267,9 +277,131 @@ async fn session_start(
             last: None,
         },
     )?;
-    Ok(format!(
+    let line = format!(
         "evident: session baseline {} ({})",
         s.baseline, s.baseline_from
+    );
+    // Where the contract declares [[snapshot]], the state before the agent's work,
+    // taken once per session (a resumed session keeps the first).
+    let path = store.snapshot_path(&key);
+    if path.exists() {
+        return Ok((line, None));
+    }
+    let (bytes, name, _) = owner_contract(agent, &w, opts, &top, &s.baseline).await?;
+    let kind = if name.ends_with(".json") {
+        "contract.json"
+    } else {
+        "contract.toml"
+    };
+    let contract =
+        evident_gate::Contract::parse(&bytes, kind).map_err(|e| format!("{name}: {e}"))?;
+    if contract.contract.snapshots.is_empty() {
+        return Ok((line, None));
+    }
+    let ctx = evident_probes::Context::from_process(top.clone());
+    let doc = evident_gate::snapshot::take(
+        &contract.contract,
+        &ctx,
+        opts.deadline.min(Duration::from_secs(600)),
+        "evident-hook",
+    )
+    .await
+    .map_err(|e| {
+        let mut scrub = evident_probes::Scrubber::default();
+        for s in &contract.contract.snapshots {
+            s.source.register_secrets(&ctx.env, &mut scrub);
+        }
+        format!("snapshot: {}", scrub.scrub(&e))
+    })?;
+    let ledger = ledger_location(opts, env, &store);
+    Ok((line, Some(Pending { path, ledger, doc })))
+}
+
+/// The owner's contract: `--contract` (outside the working tree) or
+/// [`CONTRACT_PATH`] at the commit `rev`. Its bytes, its name, and whether it was read
+/// from the repository.
+async fn owner_contract(
+    agent: Agent,
+    w: &Witness,
+    opts: &Options,
+    top: &Path,
+    rev: &str,
+) -> Result<(Vec<u8>, String, bool), String> {
+    let base_short = &rev[..rev.len().min(12)];
+    Ok(match &opts.contract {
+        Some(p) => {
+            let real = p
+                .canonicalize()
+                .map_err(|e| format!("--contract {}: {e}", p.display()))?;
+            if real.starts_with(top) {
+                return Err(format!(
+                    "--contract {} lies inside the working tree {}, where the agent can rewrite it; hint: keep it outside, or commit it as {CONTRACT_PATH} (read at the baseline commit)",
+                    real.display(),
+                    top.display()
+                ));
+            }
+            let b = std::fs::read(&real).map_err(|e| format!("{}: {e}", real.display()))?;
+            if b.len() as u64 > MAX_CONTRACT {
+                return Err(format!(
+                    "{}: larger than {MAX_CONTRACT} bytes",
+                    real.display()
+                ));
+            }
+            (b, real.display().to_string(), false)
+        }
+        None => {
+            let b = w
+                .file_at(rev, CONTRACT_PATH, MAX_CONTRACT)
+                .await
+                .map_err(|e| format!("git: {e}"))?
+                .ok_or_else(|| {
+                    format!(
+                        "no contract: {CONTRACT_PATH} is not in the baseline commit {base_short}; hint: run `evident init {}` and commit the contract, or pass --contract PATH (outside the working tree)",
+                        agent.name()
+                    )
+                })?;
+            (b, format!("{CONTRACT_PATH} at {base_short}"), true)
+        }
+    })
+}
+
+/// The ledger the hook records in (and finds a session's snapshot in).
+fn ledger_location(opts: &Options, env: Env<'_>, store: &state::Store) -> String {
+    match &opts.ledger {
+        Some(l) => l.clone(),
+        None => match env("EVIDENT_LEDGER") {
+            Some(l) if !l.is_empty() => l,
+            _ => store.dir().join("ledger.db").display().to_string(),
+        },
+    }
+}
+
+/// A snapshot taken at session start, to be signed or recorded and kept.
+struct Pending {
+    path: PathBuf,
+    ledger: String,
+    doc: Value,
+}
+
+/// Signs the session's snapshot with `--key`, or records its hash in the ledger, and
+/// keeps it in the state directory (outside the tree) for the stop's gate. Outside the
+/// hook's runtime: the ledger runs its own.
+fn keep_snapshot(opts: &Options, p: Pending) -> Result<String, String> {
+    let mut doc = p.doc;
+    let how = match &opts.key {
+        Some(k) => {
+            let key = evident_ledger::sign::Key::load(k).map_err(|e| e.to_string())?;
+            evident_ledger::sign::attach_signature(&mut doc, &key).map_err(|e| e.to_string())?;
+            format!("signed by {}", key.id())
+        }
+        None => {
+            let (id, at) = evident_pipeline::record_snapshot(&doc, Some(&p.ledger))?;
+            format!("recorded in {at} as #{id}")
+        }
+    };
+    state::Store::save_snapshot(&p.path, &doc)?;
+    Ok(format!(
+        "evident: snapshot of the contract's [[snapshot]] sets taken ({how})"
     ))
 }
 
@@ -311,38 +443,8 @@ fn stop(
     let base_short = base[..base.len().min(12)].to_string();
 
     // The owner's contract.
-    let (contract_bytes, contract_name, in_tree) = match &opts.contract {
-        Some(p) => {
-            let real = p
-                .canonicalize()
-                .map_err(|e| format!("--contract {}: {e}", p.display()))?;
-            if real.starts_with(&top) {
-                return Err(format!(
-                    "--contract {} lies inside the working tree {}, where the agent can rewrite it; hint: keep it outside, or commit it as {CONTRACT_PATH} (read at the baseline commit)",
-                    real.display(),
-                    top.display()
-                )
-                .into());
-            }
-            let b = std::fs::read(&real).map_err(|e| format!("{}: {e}", real.display()))?;
-            if b.len() as u64 > MAX_CONTRACT {
-                return Err(format!("{}: larger than {MAX_CONTRACT} bytes", real.display()).into());
-            }
-            (b, real.display().to_string(), false)
-        }
-        None => {
-            let b = runtime
-                .block_on(w.file_at(&base, CONTRACT_PATH, MAX_CONTRACT))
-                .map_err(|e| format!("git: {e}"))?
-                .ok_or_else(|| {
-                    format!(
-                        "no contract: {CONTRACT_PATH} is not in the baseline commit {base_short}; hint: run `evident init {}` and commit the contract, or pass --contract PATH (outside the working tree)",
-                        agent.name()
-                    )
-                })?;
-            (b, format!("{CONTRACT_PATH} at {base_short}"), true)
-        }
-    };
+    let (contract_bytes, contract_name, in_tree) =
+        runtime.block_on(owner_contract(agent, &w, opts, &top, &base))?;
     let file_kind = if contract_name.ends_with(".json") {
         "contract.json"
     } else {
@@ -452,13 +554,8 @@ fn stop(
         )?);
     }
 
-    let ledger = match &opts.ledger {
-        Some(l) => l.clone(),
-        None => match env("EVIDENT_LEDGER") {
-            Some(l) if !l.is_empty() => l,
-            _ => store.dir().join("ledger.db").display().to_string(),
-        },
-    };
+    let ledger = ledger_location(opts, env, &store);
+    let before = store.load_snapshot(&key)?;
     let decision = gate::decide(
         &contract,
         &contract_name,
@@ -471,6 +568,7 @@ fn stop(
             no_record: opts.no_record,
             key: opts.key.clone(),
             baseline: base.clone(),
+            before,
         },
     )
     .map_err(fail)?;

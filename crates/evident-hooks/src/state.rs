@@ -176,6 +176,39 @@ impl Store {
         self.dir.join("sessions").join(format!("{key}.json"))
     }
 
+    /// Where a session's snapshot (`[[snapshot]]`, taken at session start) is kept.
+    pub fn snapshot_path(&self, key: &str) -> PathBuf {
+        self.dir
+            .join("sessions")
+            .join(format!("{key}.snapshot.json"))
+    }
+
+    /// Keeps a snapshot document (first write wins). It needs no MAC: the gate
+    /// accepts it only signed or recorded in its ledger.
+    pub fn save_snapshot(path: &Path, doc: &serde_json::Value) -> Result<(), String> {
+        let bytes = serde_json::to_vec_pretty(doc).map_err(|e| e.to_string())?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        f.write_all(&bytes)
+            .and_then(|_| f.sync_all())
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The session's snapshot, if one was taken.
+    pub fn load_snapshot(&self, key: &str) -> Result<Option<serde_json::Value>, String> {
+        let p = self.snapshot_path(key);
+        match std::fs::read(&p) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map(Some)
+                .map_err(|e| format!("{}: the session's snapshot is damaged: {e}", p.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", p.display())),
+        }
+    }
+
     pub fn load(&self, key: &str) -> Result<Option<Session>, String> {
         let p = self.session_path(key);
         match std::fs::read(&p) {

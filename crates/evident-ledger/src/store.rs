@@ -169,6 +169,13 @@ pub(crate) async fn open_postgres(
                 return Err(sqlx::Error::PoolTimedOut);
             }
         };
+    // Every name here is qualified; the path is pinned anyway, never the server's
+    // default `"$user", public` (a schema named after this role would come first).
+    sqlx::query(AssertSqlSafe(format!(
+        "SET search_path = pg_catalog, \"{schema}\""
+    )))
+    .execute(&mut conn)
+    .await?;
     let lock_key = advisory_key(schema);
     let exists: Option<String> = sqlx::query_scalar(AssertSqlSafe(format!(
         "SELECT to_regclass('\"{schema}\".records')::text"

@@ -309,11 +309,12 @@ pub fn gate(req: GateRequest<'_>) -> Result<Decision, Error> {
     };
     let sign = |item: &Value| key.and_then(|k| evident_ledger::sign::sign_evidence(item, k).ok());
     let root = settings.context.root.clone();
+    let before = before
+        .map(|doc| check_snapshot(&doc, &contract.contract, key, recording.ledger.as_deref()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Runtime(e.to_string()))?;
-    let before = before.map(|doc| check_snapshot(&doc, &contract.contract, key));
     let outcome = runtime.block_on(evident_gate::run::run_with_before(
         &contract.contract,
         claim,
@@ -344,14 +345,74 @@ pub fn gate(req: GateRequest<'_>) -> Result<Decision, Error> {
     finish(decision, &recording, key)
 }
 
-/// A snapshot file checked for `contract` now: signed by the gate's own key or by a
-/// verifier of the contract's `[[trust]]`, for this contract, fresh.
+/// The ledger kind of a snapshot's record (`evident snapshot` without a key).
+pub const SNAPSHOT_KIND: &str = "snapshot";
+
+/// `sha256:` of a snapshot document's canonical JSON: what its ledger record holds.
+pub fn snapshot_digest(doc: &Value) -> String {
+    evident_ledger::record::digest(&evident_ledger::canonical_json(doc))
+}
+
+/// Records an unsigned snapshot in the ledger at `ledger` (the default location when
+/// `None`): its digest, its contract and when it was taken — hashes only, like the
+/// file. The record's id and the ledger's location.
+pub fn record_snapshot(doc: &Value, ledger: Option<&str>) -> Result<(u64, String), String> {
+    let opened = evident_ledger::open(ledger).map_err(|e| e.to_string())?;
+    let entry = evident_ledger::NewEntry {
+        kind: SNAPSHOT_KIND.into(),
+        task_id: None,
+        state: "recorded".into(),
+        claim: serde_json::json!({
+            "snapshot": snapshot_digest(doc),
+            "contract": doc.get("contract"),
+            "taken_at": doc.get("taken_at"),
+        }),
+        contract: None,
+        verdict: serde_json::json!({ "state": "recorded" }),
+        origin: None,
+    };
+    let r = opened.append(entry).map_err(|e| e.to_string())?;
+    Ok((r.id, opened.location().to_string()))
+}
+
+/// Whether an unsigned snapshot's digest is recorded in the ledger at `ledger` for the
+/// contract it names, by a record no older than `max_age_s`.
+fn snapshot_recorded(doc: &Value, ledger: Option<&str>, max_age_s: f64) -> Result<bool, String> {
+    let opened = match evident_ledger::open_existing(ledger) {
+        Ok(l) => l,
+        Err(e) if e.kind == evident_ledger::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e.to_string()),
+    };
+    let now = time::OffsetDateTime::now_utc();
+    // A little before the limit, so a record appended as the snapshot was taken is
+    // found; the snapshot's own taken_at decides staleness.
+    let since = now - time::Duration::seconds_f64(max_age_s.min(1e9) + 60.0);
+    let filter = evident_ledger::Filter {
+        kind: Some(SNAPSHOT_KIND.into()),
+        since: Some(evident_ledger::format_time(since)),
+        newest_first: true,
+        limit: Some(10_000),
+        ..Default::default()
+    };
+    let digest = snapshot_digest(doc);
+    let records = opened.list(&filter).map_err(|e| e.to_string())?;
+    Ok(records.iter().any(|r| {
+        r.claim.get("snapshot").and_then(Value::as_str) == Some(digest.as_str())
+            && r.claim.get("contract") == doc.get("contract")
+    }))
+}
+
+/// A snapshot file checked for `contract` now: signed by the gate's own key or a
+/// `[[snapshot_signer]]` of the contract (never a `[[trust]]` key: those vouch for
+/// evidence, not for the state before the agent ran), or unsigned and recorded in
+/// the gate's ledger at `ledger`; for this contract, fresh.
 pub fn check_snapshot(
     doc: &Value,
     contract: &evident_gate::Contract,
     key: Option<&Key>,
+    ledger: Option<&str>,
 ) -> Result<evident_gate::snapshot::Before, String> {
-    let mut entries = contract.trust.clone();
+    let mut entries = contract.snapshot_signers.clone();
     if let Some(k) = key {
         entries.push(evident_gate::contract::TrustedVerifier {
             id: k.id().to_string(),
@@ -364,7 +425,19 @@ pub fn check_snapshot(
             .as_ref()
             .is_some_and(|t| evident_ledger::sign::authenticate(v, t).is_ok())
     };
-    evident_gate::snapshot::check(doc, contract, &Timestamp::now(), &authenticate)
+    let max_age = contract
+        .snapshot_max_age_s
+        .unwrap_or(evident_gate::snapshot::DEFAULT_MAX_AGE_S);
+    let recorded = |v: &Value| snapshot_recorded(v, ledger, max_age);
+    evident_gate::snapshot::check(
+        doc,
+        contract,
+        &Timestamp::now(),
+        &evident_gate::snapshot::Provenance {
+            authenticate: &authenticate,
+            recorded: &recorded,
+        },
+    )
 }
 
 /// The trust list a contract embeds, if any.

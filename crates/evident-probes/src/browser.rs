@@ -410,6 +410,11 @@ fn launch(
         "--password-store=basic".into(),
         "--use-mock-keychain".into(),
         "--mute-audio".into(),
+        // WebRTC only through the proxy (which carries no UDP): no STUN or ICE check
+        // to a UDP port of the agent's. Full Chromium reads the policy from
+        // `--webrtc-ip-handling-policy` (its command-line preference); the `--force-`
+        // spelling only headless-shell builds read (found by attacks/dom_exfil.sh).
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp".into(),
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".into(),
     ];
     if !sandboxed() {

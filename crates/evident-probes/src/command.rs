@@ -565,7 +565,9 @@ fn read_gate_report(path: &Path) -> Result<Report, ProbeError> {
         path: "(pytest --junitxml, written outside the tree)".into(),
         reason,
     };
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+    use std::io::Read;
+    // The agent's code ran in pytest and knows the path: it may have put a FIFO there.
+    let (file, meta) = paths::open_regular_path(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => jerr("pytest did not write it".into()),
         _ => jerr(paths::io_reason(&e)),
     })?;
@@ -575,7 +577,16 @@ fn read_gate_report(path: &Path) -> Result<Report, ProbeError> {
             limit: MAX_JUNIT_BYTES,
         });
     }
-    let bytes = std::fs::read(path).map_err(|e| jerr(paths::io_reason(&e)))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_JUNIT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| jerr(paths::io_reason(&e)))?;
+    if bytes.len() as u64 > MAX_JUNIT_BYTES {
+        return Err(ProbeError::Oversize {
+            what: "pytest's JUnit report".into(),
+            limit: MAX_JUNIT_BYTES,
+        });
+    }
     let text = String::from_utf8(bytes).map_err(|_| jerr("not UTF-8".into()))?;
     summary::parse_junit(&text).map_err(jerr)
 }

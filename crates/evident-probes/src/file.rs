@@ -67,15 +67,16 @@ pub(crate) fn observe_blocking(spec: &FileSpec, root: &Path) -> Result<Object, P
         return Ok(obj);
     }
     obj.insert("kind".into(), Value::from("file"));
+    // Opened without blocking and checked again: what was a file at the look may be a
+    // FIFO by the open (paths::open_regular).
+    let (file, meta) =
+        paths::open_regular(&dir, &rel, true).map_err(|e| paths::open_error(&spec.path, &e))?;
     if meta.len() > max {
         return Err(ProbeError::Oversize {
             what: format!("file {:?} ({} bytes)", spec.path, meta.len()),
             limit: max,
         });
     }
-    let file = dir
-        .open(&rel)
-        .map_err(|e| paths::open_error(&spec.path, &e))?;
     // Read at most max + 1 bytes: a file that grew past the limit is still caught.
     let mut reader = file.take(max.saturating_add(1));
     let mut hasher = Sha256::new();
@@ -163,4 +164,80 @@ pub fn pointer_values(doc: &Value, pointers: &BTreeMap<String, String>) -> Value
 
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Attack (the check-then-open race red16 found in the snapshot walk, here in the
+    /// file probe): a process of the agent's swaps a FIFO and a regular file at the
+    /// probed path. Where the look (`stat`) saw a file and the open met the FIFO, the
+    /// open blocked for ever (no writer) and the gate with it, past its time limit:
+    /// the blocking thread never ends and the runtime waits for it. Every observation
+    /// now ends at once (a file, "other", or "replaced while it was read"); twin: with
+    /// no swapping the file is observed with its digest.
+    #[test]
+    fn a_fifo_swapped_in_after_the_look_never_blocks_the_probe() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().to_path_buf();
+        std::fs::write(root.join("f"), "ready\n").unwrap();
+        let spec = FileSpec {
+            path: "f".into(),
+            text: false,
+            contains: Vec::new(),
+            pointers: BTreeMap::new(),
+            max_bytes: None,
+            postcondition: None,
+        };
+        let twin = observe_blocking(&spec, &root).unwrap();
+        assert_eq!(twin["kind"], "file");
+        assert_eq!(twin["size"], 6);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (root, stop) = (root.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let tmp = root.join(format!("t{i}"));
+                    if i.is_multiple_of(2) {
+                        let _ = rustix::fs::mknodat(
+                            rustix::fs::CWD,
+                            &tmp,
+                            rustix::fs::FileType::Fifo,
+                            rustix::fs::Mode::from_raw_mode(0o600),
+                            0,
+                        );
+                    } else {
+                        let _ = std::fs::write(&tmp, "ready\n");
+                    }
+                    let _ = std::fs::rename(&tmp, root.join("f"));
+                    i += 1;
+                }
+            })
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let mut kinds = BTreeMap::<String, u32>::new();
+                for _ in 0..20_000 {
+                    let k = match observe_blocking(&spec, &root) {
+                        Ok(o) => o["kind"].as_str().unwrap_or("?").to_string(),
+                        Err(e) => format!("error: {e}").chars().take(80).collect(),
+                    };
+                    *kinds.entry(k).or_default() += 1;
+                }
+                let _ = tx.send(kinds);
+            });
+        }
+        let got = rx.recv_timeout(std::time::Duration::from_secs(60));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let kinds = got.expect("an observation blocked: a FIFO opened as the file");
+        swapper.join().unwrap();
+        assert!(
+            kinds.contains_key("file") && kinds.contains_key("other"),
+            "{kinds:?}"
+        );
+    }
 }

@@ -426,7 +426,18 @@ impl Source {
                 no_dotdot(&s.path)?;
                 positive("max_rows", s.max_rows)
             }
-            Source::Postgres(s) | Source::Mysql(s) => positive("max_rows", s.max_rows),
+            Source::Postgres(s) => {
+                sql::search_path(s)?;
+                positive("max_rows", s.max_rows)
+            }
+            Source::Mysql(s) => {
+                if s.search_path.is_some() {
+                    return Err(ProbeError::invalid(
+                        "search_path is for PostgreSQL: MySQL and MariaDB resolve a name in the URL's database",
+                    ));
+                }
+                positive("max_rows", s.max_rows)
+            }
             Source::Redis(r) => positive("max_bytes", r.max_bytes),
             Source::Git(g) => {
                 if let Some(r) = &g.repo {

@@ -49,6 +49,58 @@ pub fn root_dir(root: &Path) -> Result<Dir, ProbeError> {
     })
 }
 
+/// How every file the agent can touch is opened for reading: `O_NONBLOCK`, then the
+/// opened object checked to be a regular file. A look (`stat`, a directory listing)
+/// and the open are two steps; a FIFO renamed in between would block a plain open for
+/// ever (no writer), and the gate with it, past its time limit: the blocking thread
+/// never ends and the runtime waits for it. Non-blocking has no effect on reading a
+/// regular file.
+const NONBLOCK: rustix::fs::OFlags = rustix::fs::OFlags::NONBLOCK;
+
+fn still_regular<M>(meta: M, is_file: impl Fn(&M) -> bool) -> io::Result<M> {
+    if is_file(&meta) {
+        Ok(meta)
+    } else {
+        Err(io::Error::other(
+            "it is no longer a regular file (replaced while it was read)",
+        ))
+    }
+}
+
+/// Opens `path` beneath `dir` as a regular file ([`NONBLOCK`]), following symlinks
+/// (within the root, as cap-std does) only when `follow`; with its metadata, taken
+/// from the opened file.
+pub fn open_regular(
+    dir: &Dir,
+    path: &Path,
+    follow: bool,
+) -> io::Result<(cap_std::fs::File, cap_std::fs::Metadata)> {
+    use cap_std::fs::OpenOptionsExt;
+    let mut flags = NONBLOCK;
+    if !follow {
+        flags |= rustix::fs::OFlags::NOFOLLOW;
+    }
+    let mut opts = cap_std::fs::OpenOptions::new();
+    opts.read(true)
+        .custom_flags(i32::try_from(flags.bits()).unwrap_or(0));
+    let f = dir.open_with(path, &opts)?;
+    let meta = still_regular(f.metadata()?, cap_std::fs::Metadata::is_file)?;
+    Ok((f, meta))
+}
+
+/// [`open_regular`] for a path outside the root (a report the gate had written to its
+/// own directory, a file of the tree being copied), never following a final symlink.
+pub fn open_regular_path(path: &Path) -> io::Result<(std::fs::File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = NONBLOCK | rustix::fs::OFlags::NOFOLLOW;
+    let f = std::fs::File::options()
+        .read(true)
+        .custom_flags(i32::try_from(flags.bits()).unwrap_or(0))
+        .open(path)?;
+    let meta = still_regular(f.metadata()?, std::fs::Metadata::is_file)?;
+    Ok((f, meta))
+}
+
 /// An I/O error's reason without the OS's "(os error N)" noise.
 pub fn io_reason(e: &io::Error) -> String {
     let s = e.to_string();

@@ -448,11 +448,12 @@ impl Walk<'_> {
                         "the tree holds more than {MAX_COPY_BYTES} bytes to copy (at {child_rel}); omit ignored build output (ignored = \"omit\")"
                     )));
                 }
-                if meta.len() > CHUNK {
-                    self.copy_in_chunks(&from, &to)?;
-                } else {
-                    std::fs::copy(&from, &to).map_err(|e| io(&from, e))?;
-                }
+                // Opened without blocking and checked again (paths::open_regular): the
+                // agent's process may rename a FIFO over it after the look.
+                let (src, now) =
+                    crate::paths::open_regular_path(&from).map_err(|e| io(&from, e))?;
+                self.copy_in_chunks(src, &from, &to, now.len() > CHUNK)?;
+                std::fs::set_permissions(&to, now.permissions()).map_err(|e| io(&to, e))?;
                 let times = std::fs::FileTimes::new()
                     .set_modified(meta.modified().map_err(|e| io(&from, e))?)
                     .set_accessed(meta.accessed().map_err(|e| io(&from, e))?);
@@ -478,14 +479,23 @@ impl Walk<'_> {
 }
 
 impl Walk<'_> {
-    /// A large file, copied a chunk at a time with the deadline checked between
-    /// chunks, so one huge (or sparse) file cannot hold the gate past its limit.
-    fn copy_in_chunks(&mut self, from: &Path, to: &Path) -> Result<(), ProbeError> {
-        use std::io::{Read, Write};
-        use std::os::unix::fs::PermissionsExt;
+    /// A file copied from `src`; a large one (`chunked`) a chunk at a time with the
+    /// deadline checked between chunks, so one huge (or sparse) file cannot hold the
+    /// gate past its limit. A small one by `io::copy` (`copy_file_range`, which a
+    /// copy-on-write file system can serve as a reflink).
+    fn copy_in_chunks(
+        &mut self,
+        mut src: std::fs::File,
+        from: &Path,
+        to: &Path,
+        chunked: bool,
+    ) -> Result<(), ProbeError> {
         let io = |p: &Path, e: std::io::Error| perr(format!("copying {}: {e}", p.display()));
-        let mut src = std::fs::File::open(from).map_err(|e| io(from, e))?;
         let mut dst = std::fs::File::create(to).map_err(|e| io(to, e))?;
+        if !chunked {
+            std::io::copy(&mut src, &mut dst).map_err(|e| io(from, e))?;
+            return Ok(());
+        }
         let mut buf = vec![0u8; CHUNK as usize];
         loop {
             let n = src.read(&mut buf).map_err(|e| io(from, e))?;
@@ -495,11 +505,7 @@ impl Walk<'_> {
             dst.write_all(&buf[..n]).map_err(|e| io(to, e))?;
             (self.late)()?;
         }
-        let mode = std::fs::metadata(from)
-            .map_err(|e| io(from, e))?
-            .permissions()
-            .mode();
-        std::fs::set_permissions(to, std::fs::Permissions::from_mode(mode)).map_err(|e| io(to, e))
+        Ok(())
     }
 }
 

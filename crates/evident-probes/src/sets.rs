@@ -106,6 +106,20 @@ impl SetSource {
         }
     }
 
+    /// The mutation kinds that can change an item of this set when the snapshot
+    /// declares none: a row or key is a `state_write` (the spec's kind for a write to
+    /// authoritative state) or `db_write`; a file a `file_write` or `code_change`. A
+    /// claimed mutation of another kind never claims a difference here.
+    pub fn default_kinds(&self) -> &'static [&'static str] {
+        match self {
+            SetSource::Sqlite(_)
+            | SetSource::Postgres(_)
+            | SetSource::Mysql(_)
+            | SetSource::Redis(_) => &["state_write", "db_write"],
+            SetSource::Files(_) | SetSource::Git(_) => &["file_write", "code_change"],
+        }
+    }
+
     /// What is read, safe to print (URLs named by their variable).
     pub fn describe(&self) -> String {
         match self {
@@ -316,26 +330,15 @@ fn files(spec: &FilesSpec, root: &std::path::Path) -> Result<Vec<Item>, ProbeErr
     Ok(out)
 }
 
-/// Opens a file the walk listed as a regular file: without blocking and without
-/// following a symlink (a FIFO or a link renamed over it since would otherwise block
-/// the open for ever, and the runtime with it), and only if it still is a regular
-/// file. Its permission bits with it.
+/// Opens a file the walk listed as a regular file: not following a symlink, never
+/// blocking, and only if it still is a regular file ([`paths::open_regular`]). Its
+/// permission bits with it.
 fn open_regular(
     dir: &cap_std::fs::Dir,
     path: &std::path::Path,
 ) -> std::io::Result<(cap_std::fs::File, u32)> {
-    use cap_std::fs::{OpenOptionsExt, PermissionsExt};
-    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW;
-    let mut opts = cap_std::fs::OpenOptions::new();
-    opts.read(true)
-        .custom_flags(i32::try_from(flags.bits()).unwrap_or(0));
-    let f = dir.open_with(path, &opts)?;
-    let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other(
-            "it is no longer a regular file (replaced while it was read)",
-        ));
-    }
+    use cap_std::fs::PermissionsExt;
+    let (f, meta) = paths::open_regular(dir, path, false)?;
     Ok((f, meta.permissions().mode() & 0o7777))
 }
 

@@ -364,6 +364,11 @@ pub struct SqlSpec {
     /// Most rows read (default 10 000); more is an error.
     #[serde(default)]
     pub max_rows: Option<u64>,
+    /// PostgreSQL only: the schemas an unqualified name resolves in, in order (default
+    /// `["public"]`). Every session is pinned to it: the server's default starts with
+    /// `"$user"`, so a schema named after the gate's role would shadow `accounts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_path: Option<Vec<String>>,
 }
 
 /// The one Redis read a probe makes.

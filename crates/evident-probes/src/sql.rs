@@ -463,6 +463,37 @@ fn server_target(kind: &str, url: &str, env_name: &str) -> String {
     }
 }
 
+/// The `search_path` every PostgreSQL session of a probe is pinned to, as SQL: the
+/// contract's schemas (default `public`), each quoted. Never `$user`: the server's
+/// default path starts with the connecting role's name, so an agent allowed to create
+/// a schema named after the gate's role would shadow every unqualified table.
+/// (`pg_catalog` and the session's own, empty, `pg_temp` are still searched first.)
+pub fn search_path(spec: &SqlSpec) -> Result<String, ProbeError> {
+    let schemas = spec
+        .search_path
+        .clone()
+        .unwrap_or_else(|| vec!["public".to_string()]);
+    if schemas.is_empty() {
+        return Err(ProbeError::invalid(
+            "search_path is empty: name the schemas a table resolves in, e.g. [\"public\"]",
+        ));
+    }
+    let mut out = Vec::new();
+    for s in &schemas {
+        if s.is_empty()
+            || s.len() > 63
+            || s.contains(['\0', '$'])
+            || s.chars().any(char::is_control)
+        {
+            return Err(ProbeError::invalid(format!(
+                "search_path: {s:?} is not a schema name (no $user, at most 63 bytes)"
+            )));
+        }
+        out.push(format!("\"{}\"", s.replace('"', "\"\"")));
+    }
+    Ok(out.join(", "))
+}
+
 pub async fn observe_postgres(
     spec: &SqlSpec,
     ctx: &Context,
@@ -501,6 +532,12 @@ pub async fn read_postgres(
         conn.execute(AssertSqlSafe(format!("SET LOCAL statement_timeout = {ms}")))
             .await
             .map_err(query_error)?;
+        conn.execute(AssertSqlSafe(format!(
+            "SET LOCAL search_path = {}",
+            search_path(spec)?
+        )))
+        .await
+        .map_err(query_error)?;
         let q = bind_params!(sqlx::query(AssertSqlSafe(spec.query.clone())), &spec.params);
         let obj = collect_rows!(q.fetch(&mut conn), max, pg_row, all);
         Ok(obj)

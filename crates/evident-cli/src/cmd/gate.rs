@@ -62,8 +62,9 @@ pub struct Args {
     pub baseline: Option<String>,
     /// The snapshot `evident snapshot` took before the agent ran (for a contract with
     /// `[[snapshot]]`): every change since must be claimed. It must be signed by
-    /// `--key`'s key (or a `[[trust]]` key), taken for this contract, and younger than
-    /// `snapshot_max_age_s`.
+    /// `--key`'s key (or a `[[snapshot_signer]]` key), or unsigned and recorded in the
+    /// ledger (`--ledger`, read even with --no-record); taken for this contract, and
+    /// younger than `snapshot_max_age_s`.
     #[arg(long, value_name = "FILE")]
     pub before: Option<PathBuf>,
     #[command(flatten)]

@@ -1,6 +1,7 @@
-//! `evident snapshot CONTRACT --out FILE --key KEY`: record, before the agent runs,
-//! the hash of every item of the contract's `[[snapshot]]` sets, signed, for
-//! `evident gate --before FILE` to compare with (docs/snapshots.md).
+//! `evident snapshot CONTRACT --out FILE [--key KEY]`: record, before the agent runs,
+//! the hash of every item of the contract's `[[snapshot]]` sets, signed with the key
+//! or else recorded in the ledger, for `evident gate --before FILE` to compare with
+//! (docs/snapshots.md).
 
 use crate::input;
 use anyhow::{Context as _, anyhow};
@@ -11,11 +12,13 @@ use std::time::Duration;
 /// Record the state a contract's [[snapshot]] sets hold now, before the agent runs.
 ///
 /// Each row, key or file is stored as its target (from the snapshot's `target`
-/// template) and the sha256 of its content — never its value. The file is signed with
-/// KEY (from `evident key generate`); `evident gate --before FILE` refuses a file that
-/// is unsigned, signed by a key it does not trust (its own `--key` or the contract's
-/// [[trust]]), taken for another contract, or older than `snapshot_max_age_s`. Keep the
-/// key where the agent cannot read it.
+/// template) and the sha256 of its content — never its value. With --key (from
+/// `evident key generate`) the file is signed; without, its hash is recorded in the
+/// ledger (--ledger, $EVIDENT_LEDGER), which the gate reads. `evident gate --before
+/// FILE` refuses a file that is signed by a key it does not trust for snapshots (its
+/// own `--key` or the contract's [[snapshot_signer]]), unsigned and not recorded in its
+/// ledger, taken for another contract, or older than `snapshot_max_age_s`. Keep the key
+/// and the ledger where the agent cannot reach them.
 ///
 /// Exit codes: 0 written, 2 invalid input or a set that could not be read.
 #[derive(clap::Args)]
@@ -25,9 +28,15 @@ pub struct Args {
     /// Where to write the snapshot (JSON).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// The signing key (from `evident key generate`).
+    /// Sign the snapshot with this key (from `evident key generate`). Without it, the
+    /// snapshot's hash is recorded in the ledger instead.
     #[arg(long, value_name = "FILE")]
-    pub key: PathBuf,
+    pub key: Option<PathBuf>,
+    /// The ledger that records an unsigned snapshot: a SQLite file path or
+    /// `postgres://…` (default: $EVIDENT_LEDGER, else `.evident/ledger.db`); the one
+    /// the gate reads. Keep it outside the agent's working tree.
+    #[arg(long, value_name = "PATH|URL", conflicts_with = "key")]
+    pub ledger: Option<String>,
     /// Directory that paths in the contract are relative to (default: the contract's
     /// directory).
     #[arg(long, value_name = "DIR")]
@@ -53,7 +62,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| anyhow!("--timeout must be a positive number of seconds"))?;
-    let key = evident_ledger::sign::Key::load(&args.key).map_err(|e| anyhow!("{e}"))?;
+    let key = match &args.key {
+        Some(k) => Some(evident_ledger::sign::Key::load(k).map_err(|e| anyhow!("{e}"))?),
+        None => None,
+    };
     let root = match &args.root {
         Some(r) => r.clone(),
         None => args
@@ -75,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             &contract.contract,
             &ctx,
             limit,
-            key.id(),
+            key.as_ref().map_or("evident-snapshot", |k| k.id()),
         ))
         .map_err(|e| {
             let mut scrub = evident_probes::Scrubber::default();
@@ -86,7 +98,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         })?;
     drop(runtime);
     let mut doc = doc;
-    evident_ledger::sign::attach_signature(&mut doc, &key).map_err(|e| anyhow!("{e}"))?;
+    let record = match &key {
+        Some(k) => {
+            evident_ledger::sign::attach_signature(&mut doc, k).map_err(|e| anyhow!("{e}"))?;
+            None
+        }
+        None => Some(
+            evident_pipeline::record_snapshot(&doc, args.ledger.as_deref())
+                .map_err(|e| anyhow!("cannot record the snapshot in the ledger: {e}"))?,
+        ),
+    };
     let text = serde_json::to_string_pretty(&doc)? + "\n";
     std::fs::write(&args.out, text)
         .with_context(|| format!("{}: cannot write the snapshot", args.out.display()))?;
@@ -108,7 +129,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             serde_json::to_string_pretty(&serde_json::json!({
                 "out": args.out.display().to_string(),
                 "taken_at": doc["taken_at"],
-                "signed_by": key.id(),
+                "signed_by": key.as_ref().map(|k| k.id()),
+                "recorded": record.as_ref().map(|(id, at)| serde_json::json!({ "id": id, "ledger": at })),
                 "sets": sets,
             }))?
         );
@@ -116,10 +138,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         for (k, n) in &counts {
             println!("snapshot {k}: {n} item(s)");
         }
+        let how = match (&key, &record) {
+            (Some(k), _) => format!("signed by {}", k.id()),
+            (None, Some((id, at))) => format!("recorded in the ledger {at} as record #{id}"),
+            (None, None) => "unsigned".into(),
+        };
         println!(
-            "written to {} (signed by {}); pass it to `evident gate --before` after the agent ran",
+            "written to {} ({how}); pass it to `evident gate --before` after the agent ran",
             args.out.display(),
-            key.id()
         );
     }
     Ok(crate::exit::OK)
