@@ -126,7 +126,7 @@ pub struct Summary {
     /// All tasks run.
     pub tasks: usize,
     /// Tasks from the peer's suite.
-    pub peer_tasks: usize,
+    pub reference_tasks: usize,
     /// evident's own tasks.
     pub own_tasks: usize,
     /// Tasks whose verdict equals the truth.
@@ -172,7 +172,7 @@ pub enum SuiteError {
 impl std::fmt::Display for SuiteError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SuiteError::PeerSuite(m) => write!(f, "peer suite (tests/data/suite.json): {m}"),
+            SuiteError::PeerSuite(m) => write!(f, "reference suite (tests/data/suite.json): {m}"),
             SuiteError::Io(e) => write!(f, "temporary world: {e}"),
             SuiteError::Model(m) => write!(f, "belief model: {m}"),
         }
@@ -681,7 +681,7 @@ pub fn run_task(task: &Task) -> Result<TaskResult, SuiteError> {
             for (i, (run, want)) in runs.iter().zip(success).enumerate() {
                 if run.success != *want {
                     problems.push(format!(
-                        "step {i} ({}): the real tool reported success={} but the peer's reported {}",
+                        "step {i} ({}): the real tool reported success={} but the reference's reported {}",
                         run.tool, run.success, want
                     ));
                 }
@@ -708,10 +708,10 @@ pub fn run_task(task: &Task) -> Result<TaskResult, SuiteError> {
                     .all(|(a, b)| a.0 == b.0 && a.1 == b.1 && (a.2 - b.2).abs() < 1e-12);
             if !same {
                 problems.push(format!(
-                    "counted evidence {mine:?} differs from the peer's {theirs:?}"
+                    "counted evidence {mine:?} differs from the reference's {theirs:?}"
                 ));
             }
-            (*posterior, "peer")
+            (*posterior, "reference")
         }
         Source::Own { posterior, .. } => (*posterior, "evident"),
     };
@@ -755,7 +755,7 @@ pub fn run_suite() -> Result<Report, SuiteError> {
     let tasks_with_problems = count(&|r| !r.problems.is_empty());
     let summary = Summary {
         tasks: results.len(),
-        peer_tasks: count(&|r| r.source == "peer"),
+        reference_tasks: count(&|r| r.source == "reference"),
         own_tasks: count(&|r| r.source == "evident"),
         correct,
         false_completions,
@@ -785,13 +785,13 @@ pub fn render_table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<34} {:<7} {:<5} {:>9} {:>9} {:<8} {:<7} {:<16} naive",
+        "{:<34} {:<9} {:<5} {:>9} {:>9} {:<8} {:<7} {:<16} naive",
         "task", "source", "truth", "posterior", "reported", "accepted", "correct", "existence-only",
     );
     for r in &report.tasks {
         let _ = writeln!(
             out,
-            "{:<34} {:<7} {:<5} {:>9.6} {:>9.6} {:<8} {:<7} {:.6} {:<7} {:.6} {}",
+            "{:<34} {:<9} {:<5} {:>9.6} {:>9.6} {:<8} {:<7} {:.6} {:<7} {:.6} {}",
             r.id,
             r.source,
             if r.truth { "done" } else { "not" },
@@ -808,9 +808,9 @@ pub fn render_table(report: &Report) -> String {
     let s = &report.summary;
     let _ = writeln!(
         out,
-        "\n{} tasks ({} from seed 004's suite, {} of evident's own): {} correct, {} false completions, {} false incompletions, {} with problems",
+        "\n{} tasks ({} from the reference suite, {} of evident's own): {} correct, {} false completions, {} false incompletions, {} with problems",
         s.tasks,
-        s.peer_tasks,
+        s.reference_tasks,
         s.own_tasks,
         s.correct,
         s.false_completions,
@@ -819,14 +819,14 @@ pub fn render_table(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "for comparison, on the same worlds: the seed's existence-only observer makes {} false completions, counting without lineage collapse {}, evident without its SAW veto {}",
+        "for comparison, on the same worlds: the reference's existence-only observer makes {} false completions, counting without lineage collapse {}, evident without its SAW veto {}",
         s.existence_only_false_completions,
         s.naive_false_completions,
         s.without_veto_false_completions
     );
     let _ = writeln!(
         out,
-        "reported = the peer's posterior for seed 004's tasks, the hand-computed one for evident's own; largest |posterior - reported| = {:.1e} (tolerance {TOLERANCE:e})",
+        "reported = the reference's posterior for its tasks, the hand-computed one for evident's own; largest |posterior - reported| = {:.1e} (tolerance {TOLERANCE:e})",
         s.max_deviation
     );
     for r in report.tasks.iter().filter(|r| !r.problems.is_empty()) {

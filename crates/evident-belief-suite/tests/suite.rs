@@ -13,7 +13,7 @@ mod parity {
             assert!(r.problems.is_empty(), "{}: {:?}", r.id, r.problems);
         }
         let s = &report.summary;
-        assert_eq!(s.peer_tasks, 11);
+        assert_eq!(s.reference_tasks, 11);
         assert!(s.own_tasks >= 6);
         assert_eq!(s.false_completions, 0);
         assert!(s.max_deviation <= 1e-6, "{}", s.max_deviation);
@@ -29,7 +29,11 @@ mod parity {
     #[test]
     fn peer_posteriors_match_within_1e_6() {
         let report = suite::run_suite().unwrap();
-        let peer: Vec<_> = report.tasks.iter().filter(|r| r.source == "peer").collect();
+        let peer: Vec<_> = report
+            .tasks
+            .iter()
+            .filter(|r| r.source == "reference")
+            .collect();
         assert_eq!(peer.len(), 11);
         for r in peer {
             assert!(

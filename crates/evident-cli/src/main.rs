@@ -45,10 +45,10 @@ enum Command {
     /// Run a built-in suite against a real world.
     #[command(subcommand)]
     Suite(cmd::suite::Command),
-    /// Seed 001's failure-injection benchmark: run it, verify a run, report on it.
+    /// The failure-injection benchmark of trace evaluation: run it, verify a run, report on it.
     #[command(subcommand)]
     Bench(cmd::bench::Command),
-    /// Seed 001's confined file sandbox: file writes decided from the actual bytes.
+    /// The confined file sandbox: file writes decided from the actual bytes.
     #[command(subcommand)]
     Sandbox(cmd::sandbox::Command),
     /// Audit an agent's close-out claims with real git and real test runners.

@@ -38,7 +38,7 @@ impl Fx {
             .unwrap()
             .args(["audit", "closeout", "--claims"])
             .arg(claims)
-            .arg("--ledger")
+            .arg("--task-ledger")
             .arg(data("input/fixture_ledger.json"))
             .arg("--repo")
             .arg(repo)

@@ -73,7 +73,7 @@ pub struct LineError {
 /// Why a run stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("{label}:{line}: {message}")]
+    #[error("{}:{}: {}{}", .label, .line, .message, line_hint(.message))]
     BadLine {
         label: String,
         line: u64,
@@ -98,6 +98,16 @@ pub enum EngineError {
     DuplicateUnnamed { label: String },
     #[error("{label}: {bad} bad line(s) skipped")]
     BadLines { label: String, bad: u64 },
+}
+
+/// A hint for a line that is not JSON: the likeliest cause is a case spread over
+/// several lines (indented JSON, such as `evident adapt` prints without `--jsonl`).
+fn line_hint(message: &str) -> &'static str {
+    if message.starts_with("invalid JSON") && !message.contains("UTF-8") {
+        "\nhint: each case is one JSON object on one line; indented JSON is read line by line (`evident adapt --jsonl` prints a case on one line)"
+    } else {
+        ""
+    }
 }
 
 /// Totals of a finished run.

@@ -283,11 +283,14 @@ pub struct AdaptRequest {
     pub requirements: PathBuf,
     pub source_ref: String,
     pub envelope: bool,
+    /// One line instead of indented JSON, so the output is a line `evident eval -` reads.
+    pub jsonl: bool,
     /// What the trace format does not record (`openai-chat`).
     pub adapt_options: AdaptOptions,
 }
 
-/// Runs `evident adapt`: the canonical case (or the envelope) as indented JSON.
+/// Runs `evident adapt`: the canonical case (or the envelope) as indented JSON, or on
+/// one line.
 pub fn adapt(req: &AdaptRequest, out: &mut dyn Write) -> Result<u8, String> {
     let reqs = read_requirements(&req.requirements)?;
     note_success_rule(req.format, &req.adapt_options);
@@ -314,7 +317,12 @@ pub fn adapt(req: &AdaptRequest, out: &mut dyn Write) -> Result<u8, String> {
     } else {
         env.case_value()
     };
-    let text = adapt::to_pretty(&value).map_err(|e| format!("{label}: {e}"))?;
+    let text = if req.jsonl {
+        adapt::to_line(&value)
+    } else {
+        adapt::to_pretty(&value)
+    }
+    .map_err(|e| format!("{label}: {e}"))?;
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
         .map_err(|e| format!("stdout: {e}"))?;

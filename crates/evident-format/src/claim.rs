@@ -291,6 +291,8 @@ pub enum OnUnverified {
 /// kept), positions for error messages, and warnings.
 #[derive(Debug, Clone)]
 pub struct ClaimDocument {
+    /// The name it was read under (its path, or `-`), for warnings about it.
+    pub file: String,
     pub claim: Claim,
     pub raw: Value,
     pub spans: Spans,
@@ -320,6 +322,7 @@ impl Claim {
         }
         let (claim, warnings): (Claim, _) = crate::typed(&value, &spans, file)?;
         let doc = ClaimDocument {
+            file: file.to_string(),
             claim,
             raw: value,
             spans,

@@ -75,6 +75,9 @@ impl std::error::Error for Error {}
 /// Something accepted but worth a person's attention (an unknown field, a missing policy…).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Warning {
+    /// The document the warning is about (`None` for a warning about the run itself).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     pub path: String,
     #[serde(skip)]
     pub pos: Option<Pos>,
@@ -83,12 +86,16 @@ pub struct Warning {
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{file}:")?;
+        }
         match self.pos {
             Some(p) => write!(
                 f,
                 "{}:{}: at {}: {}",
                 p.line, p.col, self.path, self.message
             ),
+            None if self.file.is_some() => write!(f, " at {}: {}", self.path, self.message),
             None => write!(f, "at {}: {}", self.path, self.message),
         }
     }
@@ -110,6 +117,7 @@ pub fn typed<T: DeserializeOwned>(
             let warnings = ignored
                 .into_iter()
                 .map(|path| Warning {
+                    file: Some(file.to_string()),
                     pos: spans.nearest(&path),
                     message: "unknown field (kept, not used)".to_string(),
                     path,

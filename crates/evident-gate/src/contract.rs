@@ -76,12 +76,29 @@ pub enum NoChange {
     Allow,
 }
 
+/// Whether a `[[trust]]` key has the form a key file holds: standard base64 (with
+/// padding) of 32 bytes. Caught here, the owner's mistake names the contract, line and
+/// entry; whether the bytes are an Ed25519 point is checked where the key is used.
+fn trusted_key_shape(text: &str) -> Result<(), String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|_| "not standard base64".to_string())?;
+    if bytes.len() != 32 {
+        return Err(format!(
+            "decodes to {} bytes, an Ed25519 key has 32",
+            bytes.len()
+        ));
+    }
+    Ok(())
+}
+
 /// A verifier the owner trusts, by id and Ed25519 public key.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrustedVerifier {
     pub id: String,
-    /// The public key as written by `evident key generate` (base64 or hex).
+    /// The public key as `evident key generate` writes it (standard base64 of 32 bytes).
     pub public_key: String,
 }
 
@@ -431,6 +448,22 @@ impl Contract {
         }
         if let Err((path, message)) = crate::snapshot::validate(self) {
             return err(path, message);
+        }
+        for (i, t) in self.trust.iter().enumerate() {
+            if t.id.trim().is_empty() {
+                return err(
+                    format!("trust[{i}].id"),
+                    "a trusted verifier needs a non-empty id".into(),
+                );
+            }
+            if let Err(why) = trusted_key_shape(&t.public_key) {
+                return err(
+                    format!("trust[{i}].public_key"),
+                    format!(
+                        "{why} (hint: copy the public_key of the KEY.pub file `evident key generate` writes: standard base64 of the 32-byte Ed25519 key)"
+                    ),
+                );
+            }
         }
         let mut ids = HashSet::new();
         for (i, c) in self.checks.iter().enumerate() {

@@ -236,6 +236,7 @@ pub async fn run_with_before(
             && crate::contract::canonical_target(t).is_none()
         {
             warnings.push(evident_format::Warning {
+                file: Some(claim.file.clone()),
                 path: format!("mutations[{i}].target"),
                 pos: claim.spans.nearest(&format!("mutations[{i}].target")),
                 message: format!(
@@ -248,6 +249,7 @@ pub async fn run_with_before(
     let partial = settings.only.is_some();
     if let Some(only) = &settings.only {
         warnings.push(evident_format::Warning {
+            file: None,
             path: String::new(),
             pos: None,
             message: format!(
@@ -582,6 +584,7 @@ pub async fn run_with_before(
     scrub_outputs(&scrub, &mut typed, &mut verdict, &mut warnings);
     let document = scrub.scrub_value(document);
     let claim = ClaimDocument {
+        file: claim.file,
         claim: typed,
         raw: document.clone(),
         spans: claim.spans,

@@ -301,7 +301,10 @@ pub fn gate(req: GateRequest<'_>) -> Result<Decision, Error> {
     if let Some(k) = key {
         settings.verifier_id = k.id().to_string();
     }
-    let trust = trust_list(&contract.contract.trust)?;
+    let trust = trust_list(&contract.contract.trust).map_err(|e| match e {
+        Error::Trust(why) => Error::Trust(format!("{contract_name}: {why}")),
+        e => e,
+    })?;
     let authenticate = |item: &Value| {
         trust
             .as_ref()
@@ -447,9 +450,16 @@ pub fn trust_list(
     if entries.is_empty() {
         return Ok(None);
     }
-    TrustList::from_value(&serde_json::json!({ "verifiers": entries }))
-        .map(Some)
-        .map_err(|e| Error::Trust(e.to_string()))
+    let mut verifiers = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let public_key = evident_ledger::sign::parse_public_key(&e.public_key)
+            .map_err(|why| Error::Trust(format!("trust[{i}].public_key: {why}")))?;
+        verifiers.push(evident_ledger::sign::TrustedVerifier {
+            id: e.id.clone(),
+            public_key,
+        });
+    }
+    Ok(Some(TrustList { verifiers }))
 }
 
 /// Records the decision (unless recording is off) and hands it back.

@@ -180,6 +180,7 @@ impl Recording {
         let mut out = Vec::new();
         let mut warn = |path: &str, message: String| {
             out.push(Warning {
+                file: None,
                 path: path.to_string(),
                 pos: None,
                 message,

@@ -63,7 +63,36 @@ pub struct Stream {
     pub total: u64,
     pub kept: Vec<u8>,
     pub truncated: bool,
+    /// The last [`TAIL_BYTES`] bytes, for the lines a failed run ended with.
+    pub tail: Vec<u8>,
     pub parser: Parser,
+}
+
+/// Bytes of each stream's end kept for [`output_tail`].
+const TAIL_BYTES: usize = 8 * 1024;
+/// Most lines and bytes of a failed run's output tail shown in its observation.
+const TAIL_LINES: usize = 20;
+const TAIL_MAX: usize = 2000;
+
+/// The last lines of a stream (at most [`TAIL_LINES`] and [`TAIL_MAX`] bytes, whole
+/// lines only, so a secret is never shown cut where the scrubber cannot see it), scrubbed.
+fn output_tail(s: &Stream, scrub: &Scrubber) -> String {
+    let text = String::from_utf8_lossy(&s.tail);
+    // A tail that starts mid-stream starts mid-line: drop that part line.
+    let text = if s.total > s.tail.len() as u64 {
+        text.split_once('\n').map_or("", |(_, rest)| rest)
+    } else {
+        &text
+    };
+    let mut lines: Vec<&str> = text.trim_end().lines().collect();
+    lines = lines.split_off(lines.len().saturating_sub(TAIL_LINES));
+    let mut out = scrub.scrub(&lines.join("\n"));
+    while out.len() > TAIL_MAX {
+        out = out
+            .split_once('\n')
+            .map_or(String::new(), |(_, rest)| rest.to_string());
+    }
+    out
 }
 
 /// A finished process.
@@ -226,6 +255,11 @@ async fn read_stream<R: AsyncRead + Unpin>(
         }
         if room < n {
             s.truncated = true;
+        }
+        s.tail
+            .extend_from_slice(&chunk[chunk.len().saturating_sub(TAIL_BYTES)..]);
+        if s.tail.len() > TAIL_BYTES {
+            s.tail.drain(..s.tail.len() - TAIL_BYTES);
         }
         if parse {
             let mut rest = chunk;
@@ -753,13 +787,28 @@ pub async fn observe(
         Some(p) => Some(read_junit(root, p, junit_before)?),
         None => None,
     };
+    let mut parser = fin.stdout.parser.clone();
+    parser.merge(&fin.stderr.parser);
     let parsed: Option<(Runner, Counts)> = match &junit {
         Some(r) => Some((Runner::Junit, r.counts)),
-        None => {
-            let mut parser = fin.stdout.parser.clone();
-            parser.merge(&fin.stderr.parser);
-            parser.result(runner_hint)
-        }
+        None => parser.result(runner_hint),
+    };
+    // A failed run shows which tests failed and how its output ended, so the reader
+    // does not have to rerun it to know why (names from the machine report when there
+    // is one, else as the runner printed them).
+    let failed_tests: Vec<String> = match &junit {
+        Some(r) => r
+            .cases
+            .iter()
+            .filter(|c| c.outcome == summary::Outcome::Failed)
+            .take(summary::MAX_FAILED_NAMES)
+            .map(|c| {
+                format!("{}::{}", c.group, c.name)
+                    .trim_start_matches("::")
+                    .to_string()
+            })
+            .collect(),
+        None => parser.failed_names().to_vec(),
     };
     // Named tests, from the machine report only.
     let named: Option<Vec<(String, summary::Named)>> = match source {
@@ -867,6 +916,19 @@ pub async fn observe(
         Value::from(fin.stderr.sha256.clone()),
     );
     obj.insert("duration_ms".into(), Value::from(duration_ms));
+    let failed = !exit_ok || parsed.is_some_and(|(_, c)| c.failed > 0);
+    if failed {
+        if !failed_tests.is_empty() {
+            let names = failed_tests.iter().map(|n| Value::from(scrub.scrub(n)));
+            obj.insert("failed_tests".into(), Value::Array(names.collect()));
+        }
+        for (name, s) in [("stdout_tail", &fin.stdout), ("stderr_tail", &fin.stderr)] {
+            let tail = output_tail(s, scrub);
+            if !tail.is_empty() {
+                obj.insert(name.into(), Value::from(tail));
+            }
+        }
+    }
     if spec.capture_output {
         for (name, s) in [("stdout", &fin.stdout), ("stderr", &fin.stderr)] {
             let lossy = String::from_utf8_lossy(&s.kept);

@@ -117,6 +117,32 @@ pub struct Parser {
     /// `output` events, so a test cannot print one).
     go_cases: Vec<Case>,
     go_cases_overflow: bool,
+    /// Names of failing tests as the runners print them (at most [`MAX_FAILED_NAMES`]):
+    /// shown to whoever reads a failed run, never used to decide.
+    failed_names: Vec<String>,
+}
+
+/// Most failing test names kept from a run's output.
+pub const MAX_FAILED_NAMES: usize = 20;
+/// Longest failing test name kept, in bytes.
+const MAX_NAME: usize = 200;
+
+/// The test a runner's line reports as failed: cargo's `test a::b ... FAILED`, pytest's
+/// `FAILED path::test - why`, nextest's `FAIL [ 0.1s] crate a::b`, go's `--- FAIL: TestX (0.0s)`.
+pub fn failed_test_name(t: &str) -> Option<&str> {
+    let name = if let Some(rest) = t.strip_prefix("test ") {
+        rest.strip_suffix(" ... FAILED")?
+    } else if let Some(rest) = t.strip_prefix("FAILED ") {
+        rest.split(" - ").next()?
+    } else if let Some(rest) = t.strip_prefix("FAIL [") {
+        rest.split_once(']')?.1
+    } else if let Some(rest) = t.strip_prefix("--- FAIL: ") {
+        rest.rsplit_once(" (").map_or(rest, |(n, _)| n)
+    } else {
+        return None;
+    };
+    let name = name.trim();
+    (!name.is_empty() && name.len() <= MAX_NAME).then_some(name)
 }
 
 impl Parser {
@@ -124,6 +150,12 @@ impl Parser {
         let t = line.trim();
         if t.is_empty() {
             return;
+        }
+        if let Some(name) = failed_test_name(t)
+            && self.failed_names.len() < MAX_FAILED_NAMES
+            && !self.failed_names.iter().any(|n| n == name)
+        {
+            self.failed_names.push(name.to_string());
         }
         if let Some(c) = cargo_line(t) {
             self.cargo.get_or_insert_default().add(c);
@@ -155,6 +187,11 @@ impl Parser {
                 a.get_or_insert_default().add(b);
             }
         }
+        for name in &other.failed_names {
+            if self.failed_names.len() < MAX_FAILED_NAMES && !self.failed_names.contains(name) {
+                self.failed_names.push(name.clone());
+            }
+        }
         sum(&mut self.cargo, other.cargo);
         sum(&mut self.go, other.go);
         if other.nextest.is_some() {
@@ -163,6 +200,11 @@ impl Parser {
         if self.pytest.is_none() {
             self.pytest = other.pytest;
         }
+    }
+
+    /// The failing tests the output named, in the order seen.
+    pub fn failed_names(&self) -> &[String] {
+        &self.failed_names
     }
 
     /// The test events of `go test -json` seen on this stream, or an error when there

@@ -8,7 +8,7 @@ use evident_eval::run::{AdaptRequest, adapt};
 
 /// Arguments of `evident adapt`.
 ///
-/// Formats: generic, openai (the peer's), anthropic (Messages API), openai-responses
+/// Formats: generic, openai (a tool_call/tool_result record list), anthropic (Messages API), openai-responses
 /// (Responses API items), mcp (JSON-RPC tools/call log), otel (OTLP/JSON GenAI spans),
 /// openai-chat (Chat Completions message lists), claude-code (session transcript or
 /// stream-json JSONL; needs --claimed), codex (rollout or `codex exec --json` JSONL; needs
@@ -40,6 +40,10 @@ pub struct Args {
     /// the trace does not record it (never read from the agent's words).
     #[arg(long, value_name = "true|false")]
     pub claimed: Option<bool>,
+    /// Print it on one line: a case line `evident eval -` reads (`adapt … --jsonl | evident
+    /// eval -`). Without it the JSON is indented, as the reference implementation prints it.
+    #[arg(long)]
+    pub jsonl: bool,
     /// Accepted for symmetry with the other commands: the output is always JSON.
     #[arg(long)]
     pub json: bool,
@@ -54,6 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         requirements: args.requirements,
         source_ref: args.source_ref,
         envelope: args.envelope,
+        jsonl: args.jsonl,
         adapt_options: evident_eval::adapt::AdaptOptions {
             error_prefixes: args.error_prefix,
             claimed: args.claimed,

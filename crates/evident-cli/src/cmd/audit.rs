@@ -35,9 +35,10 @@ pub struct CloseoutArgs {
     /// The claims file (closeout_faithfulness_claims_v1).
     #[arg(long, value_name = "FILE")]
     claims: PathBuf,
-    /// The ledger file (closeout_fixture_ledger_v1).
+    /// The task ledger whose items the claims name (closeout_fixture_ledger_v1). Not
+    /// `--ledger`, which in every other command is evident's decision ledger.
     #[arg(long, value_name = "FILE")]
-    ledger: PathBuf,
+    task_ledger: PathBuf,
     /// The repository (fixture directory, or with --live a git work tree).
     #[arg(long, value_name = "DIR")]
     repo: PathBuf,
@@ -78,7 +79,7 @@ pub fn run(command: Command) -> anyhow::Result<u8> {
 }
 
 fn closeout(a: CloseoutArgs) -> anyhow::Result<u8> {
-    let mut opts = evident_audit::Options::new(a.claims, a.ledger, a.repo, a.out);
+    let mut opts = evident_audit::Options::new(a.claims, a.task_ledger, a.repo, a.out);
     opts.live = a.live;
     opts.branch = a.branch;
     opts.self_test = a.self_test;

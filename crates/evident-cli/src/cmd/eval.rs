@@ -36,8 +36,8 @@ pub struct Args {
     /// Read trace files through this adapter instead of case JSONL.
     #[arg(long, value_name = "FORMAT", value_parser = format_names(), requires = "requirements")]
     pub adapter: Option<String>,
-    /// The owner's requirements for traces read with --adapter: a JSON array (seed 001)
-    /// or the object form {"requirements": [...], "writes": [...]}.
+    /// The owner's requirements for traces read with --adapter: a JSON array of
+    /// {action, evidence_fields} or the object form {"requirements": [...], "writes": [...]}.
     #[arg(long, value_name = "FILE", requires = "adapter")]
     pub requirements: Option<PathBuf>,
     /// openai-chat: a tool result whose content starts with TEXT is a failed call

@@ -26,7 +26,8 @@ pub struct Args {
     /// $XDG_STATE_HOME/evident or ~/.local/state/evident); never inside the tree.
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// The ledger (default: $EVIDENT_LEDGER, else ledger.db in the state directory).
+    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else ledger.db in
+    /// the state directory, where the agent cannot write it).
     #[arg(long, value_name = "PATH|URL")]
     pub ledger: Option<String>,
     /// Do not record decisions.

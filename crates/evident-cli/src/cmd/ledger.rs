@@ -23,7 +23,7 @@ pub enum Command {
 #[derive(clap::Args)]
 pub struct VerifyArgs {
     /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else .evident/ledger.db).
-    #[arg(long, value_name = "LOCATION", conflicts_with = "export")]
+    #[arg(long, value_name = "PATH|URL", conflicts_with = "export")]
     ledger: Option<String>,
     /// Verify an exported JSONL file offline instead of a ledger.
     #[arg(long, value_name = "FILE")]
@@ -52,7 +52,7 @@ pub struct VerifyArgs {
 #[derive(clap::Args)]
 pub struct ExportArgs {
     /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else .evident/ledger.db).
-    #[arg(long, value_name = "LOCATION")]
+    #[arg(long, value_name = "PATH|URL")]
     ledger: Option<String>,
     /// Write to this file instead of standard output.
     #[arg(long, value_name = "FILE")]

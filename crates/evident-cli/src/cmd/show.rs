@@ -12,7 +12,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else .evident/ledger.db).
-    #[arg(long, value_name = "LOCATION")]
+    #[arg(long, value_name = "PATH|URL")]
     ledger: Option<String>,
 }
 

@@ -8,7 +8,7 @@ use crate::exit;
 /// Subcommands of `evident suite`.
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Run the completion-belief suite (seed 004's 11 tasks and evident's own) against
+    /// Run the completion-belief suite (the reference suite's 11 tasks and evident's own) against
     /// a real filesystem and print the parity table.
     ///
     /// Exit codes: 0 every verdict correct, no false completion, every posterior within

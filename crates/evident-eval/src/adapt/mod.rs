@@ -292,6 +292,17 @@ pub fn to_pretty(v: &Value) -> Result<String, AdaptError> {
         .map_err(AdaptError)
 }
 
+/// The same JSON on one line (a case line of `evident eval`), with a final newline.
+pub fn to_line(v: &Value) -> Result<String, AdaptError> {
+    let style = pyjson::Style {
+        indent: None,
+        ..PRETTY
+    };
+    pyjson::dumps(v, style)
+        .map(|s| s + "\n")
+        .map_err(AdaptError)
+}
+
 /// Reads a requirements file: seed 001's non-empty JSON array of `{action,
 /// evidence_fields?}` (the same rules, and `strip()`, as a case's requirements), or
 /// the object form (`{"requirements": [...], "writes": [...]}`, [`crate::spec`]).

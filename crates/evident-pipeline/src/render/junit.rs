@@ -27,11 +27,13 @@ pub fn render(outcome: &Decision) -> String {
         ));
         if !ok {
             failures += 1;
+            let (observed, failure) = super::split_failure(&run.observed);
+            let failure: String = failure.iter().map(|l| format!("\n{}", esc(l))).collect();
             cases.push_str(&format!(
-                "      <failure message=\"{}\">expected {} observed {}</failure>\n",
+                "      <failure message=\"{}\">expected {} observed {}{failure}</failure>\n",
                 esc(&message),
                 esc(&serde_json::Value::Object(run.expected.clone()).to_string()),
-                esc(&run.observed.to_string())
+                esc(&observed.to_string())
             ));
         }
         cases.push_str("    </testcase>\n");

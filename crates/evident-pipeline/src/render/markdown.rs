@@ -46,7 +46,7 @@ pub fn render(d: &Decision) -> String {
             };
             let observed = match &r.error {
                 Some(e) => format!("nothing: {e}"),
-                None => r.observed.to_string(),
+                None => super::split_failure(&r.observed).0.to_string(),
             };
             let _ = writeln!(
                 out,
@@ -58,6 +58,12 @@ pub fn render(d: &Decision) -> String {
             );
         }
         out.push('\n');
+        for r in d.runs.iter().filter(|r| r.error.is_none()) {
+            let (_, failure) = super::split_failure(&r.observed);
+            if let Some(names) = failure.first().filter(|l| l.starts_with("failed tests: ")) {
+                let _ = writeln!(out, "- `{}`: {}", code(&r.check_id), cell(names));
+            }
+        }
     }
     for p in d.plan.iter().filter(|p| p.waves.is_empty()) {
         let _ = writeln!(out, "- not run: `{}` — {}", code(&p.check_id), cell(&p.why));

@@ -14,6 +14,34 @@ pub use text::{render as text, render_plan as plan, shown};
 use crate::{Decision, Kind};
 use serde_json::Value;
 
+/// Keys of a failed test run's observation that are for people, shown as lines of
+/// their own rather than inside the observation's JSON.
+const FAILURE_KEYS: [&str; 3] = ["failed_tests", "stdout_tail", "stderr_tail"];
+
+/// An observation without [`FAILURE_KEYS`], and those keys as readable lines: which
+/// tests failed and how each output stream ended.
+pub(crate) fn split_failure(observed: &Value) -> (Value, Vec<String>) {
+    let Some(obj) = observed.as_object() else {
+        return (observed.clone(), Vec::new());
+    };
+    if !FAILURE_KEYS.iter().any(|k| obj.contains_key(*k)) {
+        return (observed.clone(), Vec::new());
+    }
+    let mut rest = obj.clone();
+    let mut lines = Vec::new();
+    if let Some(Value::Array(names)) = rest.shift_remove("failed_tests") {
+        let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+        lines.push(format!("failed tests: {}", names.join(", ")));
+    }
+    for (key, label) in [("stdout_tail", "stdout"), ("stderr_tail", "stderr")] {
+        if let Some(Value::String(tail)) = rest.shift_remove(key) {
+            lines.push(format!("{label}, last lines:"));
+            lines.extend(tail.lines().map(|l| format!("  | {l}")));
+        }
+    }
+    (Value::Object(rest), lines)
+}
+
 /// The decided document with `verdict` replaced by the recomputed one (plus its
 /// warnings, so a JSON reader sees what a person would) and, for a gate, a `gate`
 /// object: the verifier, the contract, each observation, the plan, and whether the run

@@ -140,11 +140,11 @@ pub fn render(d: &Decision) -> String {
         if let Some(err) = &e.observation_error {
             let _ = writeln!(out, "       observed nothing: {}", shown(err));
         } else {
-            let _ = writeln!(
-                out,
-                "       observed {}",
-                shown(&e.observed_value.to_string())
-            );
+            let (observed, failure) = super::split_failure(&e.observed_value);
+            let _ = writeln!(out, "       observed {}", shown(&observed.to_string()));
+            for line in failure {
+                let _ = writeln!(out, "       {}", shown(&line));
+            }
         }
         for line in notes(f.evidence) {
             let _ = writeln!(out, "       {}", shown(&line));
@@ -276,6 +276,7 @@ pub(crate) fn decision_warnings(
     let c = &doc.claim;
     let mut w = doc.warnings.clone();
     let at = |path: String, message: String| Warning {
+        file: Some(doc.file.clone()),
         pos: doc.spans.nearest(&path),
         path,
         message,
