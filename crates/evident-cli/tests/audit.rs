@@ -364,3 +364,62 @@ fn live_mode_refuses_a_non_ancestor_and_never_writes() {
     assert_eq!(code, 0, "{stdout}");
     assert_eq!(snapshot(&repo), before, "live mode wrote to the repository");
 }
+
+#[test]
+fn the_task_ledger_is_not_called_ledger() {
+    // `--ledger` is evident's decision ledger in every other command; here it is refused,
+    // and clap points at the option meant.
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args([
+            "audit", "closeout", "--claims", "c.json", "--ledger", "l.json",
+        ])
+        .args(["--repo", ".", "--out", "records"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--ledger") && err.contains("--task-ledger"),
+        "{err}"
+    );
+}
+
+/// The fixture shipped under examples/audit/ is the one the tests rebuild: it passes.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest (built with --cfg evident_services)"
+)]
+fn the_shipped_example_fixture_passes() {
+    let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/audit");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args(["audit", "closeout", "--claims"])
+        .arg(ex.join("closeout_claims.json"))
+        .arg("--task-ledger")
+        .arg(ex.join("fixture_ledger.json"))
+        .arg("--repo")
+        .arg(ex.join("fixture"))
+        .arg("--out")
+        .arg(tmp.path().join("records"))
+        .arg("--self-test")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The shipped inputs are the reference's, unchanged.
+    for f in ["closeout_claims.json", "fixture_ledger.json"] {
+        assert_eq!(
+            std::fs::read(ex.join(f)).unwrap(),
+            std::fs::read(data(&format!("input/{f}"))).unwrap(),
+            "{f}"
+        );
+    }
+}

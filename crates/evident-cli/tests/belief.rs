@@ -263,7 +263,7 @@ fn suite_belief_passes_with_zero_false_completions() {
             "lie_actuator_compromised_readback",
         ))
         .stdout(predicate::str::contains("six_step_chain_one_root"))
-        .stdout(predicate::str::contains("11 from seed 004's suite"))
+        .stdout(predicate::str::contains("11 from the reference suite"))
         .stdout(predicate::str::contains("0 false completions"))
         .stdout(predicate::str::contains("PASS"));
 }

@@ -662,3 +662,48 @@ mod atif {
         );
     }
 }
+
+#[test]
+fn adapt_jsonl_pipes_into_eval_and_indented_json_gets_a_hint() {
+    let trace = data("peer/generic_trace.json");
+    let reqs = data("peer/requirements.json");
+    let adapt = |extra: &[&str]| {
+        let out = evident()
+            .arg("adapt")
+            .arg("generic")
+            .arg(&trace)
+            .arg(&reqs)
+            .args(["--source-ref", "run-1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    let line = adapt(&["--jsonl"]);
+    assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1, "one line");
+    // The same case as the indented form.
+    assert_eq!(json(&line), json(&adapt(&[])));
+    evident()
+        .args(["eval", "-"])
+        .write_stdin(line)
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("generic-email-retry")
+                .and(predicate::str::contains("VERIFIED_COMPLETE")),
+        );
+    // The indented form is not a case line: the error says why, with the fix.
+    evident()
+        .args(["eval", "-"])
+        .write_stdin(adapt(&[]))
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("<stdin>:1: invalid JSON")
+                .and(predicate::str::contains(
+                    "hint: each case is one JSON object on one line",
+                ))
+                .and(predicate::str::contains("--jsonl")),
+        );
+}

@@ -836,3 +836,167 @@ fn a_contract_can_opt_in_to_partial_and_every_surface_shows_it() {
     assert_eq!(doc["verdict"]["coverage"]["covered"], 1);
     assert_eq!(doc["verdict"]["unmet"], serde_json::json!(["mutation:m2"]));
 }
+
+/// The billing example copied to `dir` (without build output), with `edit` applied to
+/// its source.
+fn billing_copy(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+    let to = dir.join("billing");
+    std::fs::create_dir_all(to.join("src")).unwrap();
+    let from = repo().join("examples/billing");
+    for f in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "billing.db",
+        "claim.json",
+        "contract.toml",
+    ] {
+        std::fs::copy(from.join(f), to.join(f)).unwrap();
+    }
+    let lib = std::fs::read_to_string(from.join("src/lib.rs")).unwrap();
+    std::fs::write(to.join("src/lib.rs"), edit(lib)).unwrap();
+    to
+}
+
+#[test]
+fn a_failing_test_run_shows_the_failing_tests_and_its_last_lines_scrubbed() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The broken edit: five digits are refused. The failing assertion prints a secret the
+    // contract passes on, which must never be shown.
+    let secret = "s3cr3t-billing-token-4471";
+    let dir = billing_copy(tmp.path(), |lib| {
+        lib.replace("zip.len() == 5", "zip.len() == 6").replace(
+            r#"assert!(valid_zip("94107"));"#,
+            r#"assert!(valid_zip("94107"), "token {}", std::env::var("BILLING_TOKEN").unwrap());"#,
+        )
+    });
+    let contract = dir.join("contract.toml");
+    let text = std::fs::read_to_string(&contract).unwrap();
+    std::fs::write(
+        &contract,
+        text.replace(
+            r#""RUSTUP_TOOLCHAIN"]"#,
+            r#""RUSTUP_TOOLCHAIN", "BILLING_TOKEN"]"#,
+        ),
+    )
+    .unwrap();
+    let junit = tmp.path().join("junit.xml");
+    let markdown = tmp.path().join("summary.md");
+    let (code, out, err) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(&contract)
+        .arg(dir.join("claim.json"))
+        .arg("--no-record")
+        .env("BILLING_TOKEN", secret)
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--markdown")
+        .arg(&markdown));
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        out.contains("       failed tests: tests::accepts_five_digits\n"),
+        "{out}"
+    );
+    assert!(out.contains("stdout, last lines:"), "{out}");
+    assert!(out.contains("  | test result: FAILED."), "{out}");
+    assert!(
+        out.contains("token ***"),
+        "the assertion's message, scrubbed: {out}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("failed tests: tests::accepts_five_digits"),
+        "{xml}"
+    );
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    assert!(
+        md.contains("`unit-tests`: failed tests: tests::accepts_five_digits"),
+        "{md}"
+    );
+    for shown in [&out, &err, &xml, &md] {
+        assert!(!shown.contains(secret), "{shown}");
+    }
+
+    // The honest twin: the same copy, unbroken, passes and shows no failure lines.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = billing_copy(tmp.path(), |lib| lib);
+    let (code, out, err) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(dir.join("contract.toml"))
+        .arg(dir.join("claim.json"))
+        .arg("--no-record"));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        !out.contains("failed tests") && !out.contains("last lines"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_verified_claims_junit_has_no_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let junit = tmp.path().join("junit.xml");
+    let (code, out, _) = run(evident(tmp.path())
+        .arg("gate")
+        .arg(repo().join("examples/billing/contract.toml"))
+        .arg(repo().join("examples/billing/claim.json"))
+        .arg("--no-record")
+        .arg("--junit")
+        .arg(&junit));
+    assert_eq!(code, 0, "{out}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(r#"failures="0""#), "{xml}");
+    assert!(!xml.contains("<failure"), "{xml}");
+    // The SQL readback names its parameter values.
+    assert!(out.contains(r#"WHERE id = ?1 with ["4471"]"#), "{out}");
+}
+
+#[test]
+fn a_trust_key_that_is_not_base64_names_the_contract_line_and_entry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let contract = write(
+        tmp.path(),
+        "contract.toml",
+        "[policy]\nid = \"t\"\nrequires = [\"test_run\"]\n\n[[trust]]\nid = \"ci\"\npublic_key = \"7d5bde8a970431938e47d56cd7a737cf4e58472f8f4fab7bcc7fa78a1b4bd5bf\"\n\n[[check]]\nid = \"ci\"\ncheck_type = \"test_run\"\ncovers = { kind = \"code_change\" }\nsource = { signed_by = \"ci\" }\nexpected = { exit_code = 0, failed = 0 }\n",
+    );
+    let text = std::fs::read_to_string(&contract).unwrap();
+    let hex = "7d5bde8a970431938e47d56cd7a737cf4e58472f8f4fab7bcc7fa78a1b4bd5bf";
+    // Hex, the docs' old placeholder, and base64 of the wrong length.
+    for (key, why) in [
+        (hex, "hex is not accepted"),
+        ("…", "not standard base64"),
+        ("AAAA", "decodes to 3 bytes"),
+    ] {
+        std::fs::write(&contract, text.replace(hex, key)).unwrap();
+        let (code, out, err) = run(evident(tmp.path())
+            .arg("contract")
+            .arg("check")
+            .arg(&contract));
+        assert_ne!(code, 0, "{out}");
+        let shown = format!("{out}{err}");
+        assert!(shown.contains("contract.toml:7"), "{shown}");
+        assert!(shown.contains("trust[0].public_key"), "{shown}");
+        assert!(shown.contains(why), "{shown}");
+        assert!(shown.contains("evident key generate"), "{shown}");
+    }
+    std::fs::write(&contract, &text).unwrap();
+
+    // The honest twin: the key as `evident key generate` writes it.
+    let (code, out, err) = run(evident(tmp.path())
+        .current_dir(tmp.path())
+        .args(["key", "generate", "--out", "ci.key", "--id", "ci"]));
+    assert_eq!(code, 0, "{out}{err}");
+    let public: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("ci.key.pub")).unwrap())
+            .unwrap();
+    let text = std::fs::read_to_string(&contract).unwrap();
+    let fixed = text.replace(
+        "7d5bde8a970431938e47d56cd7a737cf4e58472f8f4fab7bcc7fa78a1b4bd5bf",
+        public["public_key"].as_str().unwrap(),
+    );
+    std::fs::write(&contract, fixed).unwrap();
+    let (code, out, err) = run(evident(tmp.path())
+        .arg("contract")
+        .arg("check")
+        .arg(&contract));
+    assert_eq!(code, 0, "{out}{err}");
+}

@@ -468,3 +468,34 @@ fn partial_coverage_is_its_own_state_only_when_asked() {
     assert_eq!(v["verdict"]["state"], "partial");
     assert_eq!(v["verdict"]["coverage"], json!({"covered": 1, "total": 2}));
 }
+
+#[test]
+fn warnings_name_the_file_they_are_about() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claim-verified.json");
+    let out = evident()
+        .arg("verify")
+        .arg(&file)
+        .args(["--now", NOW, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let w = &doc["verdict"]["warnings"][0];
+    assert_eq!(w["file"], file.display().to_string(), "{w}");
+    let out = evident()
+        .arg("verify")
+        .arg(&file)
+        .args(["--now", NOW])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // `FILE:LINE:COL: at PATH: message`, as an editor or CI annotation reads it.
+    let want = format!("  {}:17:15: at evidence: no trust list", file.display());
+    assert!(text.contains(&want), "{text}");
+    // A document on standard input is named so too.
+    let (_, text, _) = verify(&spec_example(), &[]);
+    assert!(
+        text.contains("  -:") || text.contains("  <stdin>:"),
+        "{text}"
+    );
+}

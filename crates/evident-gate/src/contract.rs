@@ -81,8 +81,12 @@ pub enum NoChange {
 /// entry; whether the bytes are an Ed25519 point is checked where the key is used.
 fn trusted_key_shape(text: &str) -> Result<(), String> {
     use base64::Engine;
+    let text = text.trim();
+    if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("64 hex digits: hex is not accepted".into());
+    }
     let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
+        .decode(text)
         .map_err(|_| "not standard base64".to_string())?;
     if bytes.len() != 32 {
         return Err(format!(

@@ -479,3 +479,24 @@ fn finish(
         }),
     }
 }
+
+#[cfg(test)]
+mod trust_tests {
+    use super::trust_list;
+    use evident_gate::contract::TrustedVerifier;
+
+    #[test]
+    fn a_bad_key_names_its_trust_entry() {
+        let entry = |key: &str| TrustedVerifier {
+            id: "ci".into(),
+            public_key: key.into(),
+        };
+        let good = evident_ledger::sign::Key::generate("ci").public_key_base64();
+        let e = trust_list(&[entry(&good), entry("7d5bde8a")]).unwrap_err();
+        assert!(e.to_string().contains("trust[1].public_key"), "{e}");
+        assert!(!e.to_string().contains("verifiers"), "{e}");
+        let list = trust_list(&[entry(&good)]).unwrap().unwrap();
+        assert_eq!(list.verifiers.len(), 1);
+        assert!(trust_list(&[]).unwrap().is_none());
+    }
+}

@@ -943,3 +943,45 @@ pub async fn observe(
     }
     Ok(obj)
 }
+
+#[cfg(test)]
+mod tail {
+    use super::{Stream, TAIL_LINES, TAIL_MAX, output_tail};
+    use crate::secret::Scrubber;
+
+    fn stream(text: &str, total: u64) -> Stream {
+        Stream {
+            tail: text.as_bytes().to_vec(),
+            total,
+            ..Stream::default()
+        }
+    }
+
+    #[test]
+    fn whole_last_lines_only_scrubbed_and_capped() {
+        let mut scrub = Scrubber::default();
+        scrub.add("hunter2-secret");
+        // A tail cut mid-stream drops its first, partial line (a secret could be cut there).
+        let s = stream(
+            "ter2-secret partial\nline 1\nthe key hunter2-secret\n",
+            1000,
+        );
+        assert_eq!(output_tail(&s, &scrub), "line 1\nthe key ***");
+        // A whole stream keeps its first line.
+        let s = stream("first\nsecond\n", 13);
+        assert_eq!(output_tail(&s, &scrub), "first\nsecond");
+        let many: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let shown = output_tail(&stream(&many, many.len() as u64), &scrub);
+        assert_eq!(shown.lines().count(), TAIL_LINES);
+        assert!(shown.ends_with("line 99"));
+        let long: String = (0..10)
+            .map(|i| format!("{i}{}\n", "x".repeat(500)))
+            .collect();
+        let shown = output_tail(&stream(&long, long.len() as u64), &scrub);
+        assert!(
+            shown.len() <= TAIL_MAX && shown.ends_with(&"x".repeat(500)),
+            "{shown}"
+        );
+        assert!(output_tail(&stream("", 0), &scrub).is_empty());
+    }
+}

@@ -127,11 +127,15 @@ pub const MAX_FAILED_NAMES: usize = 20;
 /// Longest failing test name kept, in bytes.
 const MAX_NAME: usize = 200;
 
-/// The test a runner's line reports as failed: cargo's `test a::b ... FAILED`, pytest's
+/// The test a runner's line reports as failed: cargo's `test a::b ... FAILED` (or the
+/// `---- a::b stdout ----` header of its output), pytest's
 /// `FAILED path::test - why`, nextest's `FAIL [ 0.1s] crate a::b`, go's `--- FAIL: TestX (0.0s)`.
 pub fn failed_test_name(t: &str) -> Option<&str> {
     let name = if let Some(rest) = t.strip_prefix("test ") {
         rest.strip_suffix(" ... FAILED")?
+    } else if let Some(rest) = t.strip_prefix("---- ") {
+        // cargo's header of a failed test's output, printed with --quiet too.
+        rest.strip_suffix(" stdout ----")?
     } else if let Some(rest) = t.strip_prefix("FAILED ") {
         rest.split(" - ").next()?
     } else if let Some(rest) = t.strip_prefix("FAIL [") {
@@ -596,6 +600,50 @@ pub fn named_status(cases: &[Case], wanted: &str, pytest: bool) -> Named {
         };
     }
     status
+}
+
+#[cfg(test)]
+mod failed_names {
+    use super::{Parser, failed_test_name};
+
+    #[test]
+    fn each_runner_names_its_failing_tests() {
+        for (line, name) in [
+            ("test tests::adds ... FAILED", Some("tests::adds")),
+            ("---- tests::adds stdout ----", Some("tests::adds")),
+            (
+                "FAILED tests/test_a.py::test_b - assert 1 == 2",
+                Some("tests/test_a.py::test_b"),
+            ),
+            (
+                "FAILED tests/test_a.py::test_b",
+                Some("tests/test_a.py::test_b"),
+            ),
+            (
+                "FAIL [   0.004s] billing tests::adds",
+                Some("billing tests::adds"),
+            ),
+            ("--- FAIL: TestAdd (0.00s)", Some("TestAdd")),
+            ("test tests::adds ... ok", None),
+            ("FAILED", None),
+            ("test result: FAILED. 1 passed; 1 failed", None),
+        ] {
+            assert_eq!(failed_test_name(line), name, "{line}");
+        }
+    }
+
+    #[test]
+    fn names_are_kept_once_and_capped() {
+        let mut p = Parser::default();
+        p.feed_line("test a ... FAILED");
+        p.feed_line("---- a stdout ----");
+        for i in 0..100 {
+            p.feed_line(&format!("test t{i} ... FAILED"));
+        }
+        assert_eq!(p.failed_names().len(), super::MAX_FAILED_NAMES);
+        assert_eq!(p.failed_names()[0], "a");
+        assert_eq!(p.failed_names()[1], "t0");
+    }
 }
 
 #[cfg(test)]
