@@ -65,6 +65,7 @@ enum Command {
     #[command(subcommand)]
     Ledger(cmd::ledger::Command),
     Serve(cmd::serve::Args),
+    Mcp(cmd::mcp::Args),
     /// Make bearer tokens for `evident serve`.
     #[command(subcommand)]
     Token(cmd::token::Command),
@@ -101,6 +102,7 @@ fn main() -> std::process::ExitCode {
         Command::Show(a) => cmd::show::run(a),
         Command::Ledger(c) => cmd::ledger::run(c),
         Command::Serve(a) => cmd::serve::run(a),
+        Command::Mcp(a) => cmd::mcp::run(a),
         Command::Token(c) => cmd::token::run(c),
     };
     match result {

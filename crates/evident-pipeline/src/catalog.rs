@@ -13,7 +13,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::io::Read as _;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Largest contract file read.
 pub const MAX_CONTRACT_BYTES: u64 = 1024 * 1024;
@@ -57,6 +59,9 @@ pub enum CatalogError {
 #[derive(Debug, Clone)]
 pub struct Catalog {
     dir: PathBuf,
+    /// One lock per contract root, shared by every clone (the HTTP API and the MCP
+    /// endpoint of one server take the same lock).
+    roots: Arc<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 /// One contract, loaded for a gate.
@@ -83,7 +88,21 @@ impl Catalog {
                 format!("{} is not a directory", dir.display()),
             ));
         }
-        Ok(Catalog { dir })
+        Ok(Catalog {
+            dir,
+            roots: Arc::default(),
+        })
+    }
+
+    /// The lock a gate under `root` holds while it runs: gates on the same root run one
+    /// at a time (one gate's commands must not change what another's after-readback
+    /// sees); gates on different roots do not wait for each other.
+    pub fn root_lock(&self, root: &Path) -> Arc<tokio::sync::Mutex<()>> {
+        let mut m = self
+            .roots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        m.entry(root.to_path_buf()).or_default().clone()
     }
 
     /// The directory.

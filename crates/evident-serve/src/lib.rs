@@ -29,7 +29,6 @@ use evident_format::Policy;
 use evident_ledger::sign::{Key, TrustList};
 use evident_pipeline::catalog::Catalog;
 use evident_pipeline::view::Decisions;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -156,7 +155,6 @@ pub(crate) struct State {
     pub(crate) gate_slots: Arc<tokio::sync::Semaphore>,
     /// Claims being parsed and decided ([`Config::verify_concurrency`]).
     pub(crate) decide_slots: Arc<tokio::sync::Semaphore>,
-    pub(crate) roots: std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
     pub(crate) jobs: routes::Jobs,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) openapi: Vec<u8>,
@@ -200,7 +198,6 @@ impl App {
             hosts,
             gate_slots,
             decide_slots: Arc::new(tokio::sync::Semaphore::new(cfg.verify_concurrency)),
-            roots: std::sync::Mutex::new(HashMap::new()),
             jobs: routes::Jobs::default(),
             metrics: metrics::Metrics::default(),
             openapi,
@@ -254,13 +251,20 @@ impl App {
         ))
     }
 
-    fn root_lock(&self, root: &std::path::Path) -> Arc<tokio::sync::Mutex<()>> {
-        let mut m = self
-            .0
-            .roots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        m.entry(root.to_path_buf()).or_default().clone()
+    /// The settings the server runs with (for surfaces mounted beside the API).
+    pub fn config(&self) -> &Config {
+        &self.0.cfg
+    }
+
+    /// The ledger's writer (group commit), shared with surfaces mounted beside the API.
+    pub fn appender(&self) -> &evident_ledger::Appender {
+        &self.0.appender
+    }
+
+    /// The gate slots (`--gate-concurrency`), shared with surfaces mounted beside the
+    /// API so that all gates of one server count against one limit.
+    pub fn gate_slots(&self) -> Arc<tokio::sync::Semaphore> {
+        self.0.gate_slots.clone()
     }
 }
 

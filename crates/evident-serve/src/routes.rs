@@ -1061,7 +1061,7 @@ async fn run_gate(
     };
     // One gate per root at a time: one gate's commands must not change what another's
     // after-readback sees.
-    let lock = app.root_lock(&served.root);
+    let lock = app.0.catalog.root_lock(&served.root);
     let _root = lock.lock_owned().await;
     s.metrics.gates_running.fetch_add(1, Ordering::Relaxed);
     let a = app.clone();

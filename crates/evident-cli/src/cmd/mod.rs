@@ -14,6 +14,7 @@ pub mod init;
 pub mod key;
 pub mod ledger;
 pub mod log;
+pub mod mcp;
 pub mod sandbox;
 pub mod schema;
 pub mod serve;

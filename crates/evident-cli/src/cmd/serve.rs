@@ -13,7 +13,9 @@ use std::time::Duration;
 /// loopback address and need a token otherwise. Contracts are only ever the server's:
 /// DIR/NAME.toml or DIR/NAME.json, run with the file's own directory as root. Logs go
 /// to stderr (EVIDENT_LOG=debug for more). SIGTERM stops taking connections and
-/// finishes the requests and gates in flight. See docs/serve.md.
+/// finishes the requests and gates in flight. The MCP server (`evident mcp`) is served
+/// at /mcp as Streamable HTTP under the write routes' token rule. See docs/serve.md and
+/// docs/mcp.md.
 #[derive(clap::Args)]
 pub struct Args {
     /// The directory of contracts served (NAME.toml / NAME.json).
@@ -157,10 +159,16 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
         let addr = listener.local_addr()?;
-        // TODO(lead): mount evident-mcp at /mcp (app.require_token) once it lands.
+        // The MCP server (docs/mcp.md) at /mcp, under the token rule of the writes.
+        let stop = evident_mcp::CancellationToken::new();
+        let mcp = evident_mcp::router(
+            evident_mcp::Config::from_app(&app),
+            app.config().body_limit,
+            stop.clone(),
+        );
         // The page (docs/web.md) at /, under the read rule of GET /v1/decisions.
         let page = evident_web::router(app.decisions(), page_options);
-        let router = app.router_with(app.require_read(page));
+        let router = app.router_with(app.require_read(page).merge(app.require_token(mcp)));
         evident_serve::tracing::info!(
             listen = %addr,
             contracts = %app.catalog().dir().display(),
@@ -172,7 +180,13 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         if tokens == 0 {
             evident_serve::tracing::warn!("no --tokens: every write route answers 401");
         }
-        evident_serve::serve(app, router, listener, evident_serve::shutdown_signal()).await?;
+        // SIGTERM also ends the MCP sessions: an open SSE stream would hold the
+        // graceful shutdown open.
+        let shutdown = async move {
+            evident_serve::shutdown_signal().await;
+            stop.cancel();
+        };
+        evident_serve::serve(app, router, listener, shutdown).await?;
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(crate::exit::OK)

