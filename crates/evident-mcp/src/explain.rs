@@ -148,7 +148,9 @@ pub fn explain(view: &DecisionView) -> Explanation {
     };
     // The items matching `pick` that did not satisfy.
     let failing = |pick: &dyn Fn(&Value) -> bool| -> (usize, Vec<EvidenceNote>) {
-        let all: Vec<usize> = (0..evidence.len()).filter(|&i| pick(&evidence[i])).collect();
+        let all: Vec<usize> = (0..evidence.len())
+            .filter(|&i| pick(&evidence[i]))
+            .collect();
         let notes = all
             .iter()
             .filter(|&&i| code(i) != "satisfies")
@@ -157,7 +159,10 @@ pub fn explain(view: &DecisionView) -> Explanation {
         (all.len(), notes)
     };
     let problem_of = |seen: usize, notes: &[EvidenceNote]| {
-        if notes.iter().any(|n| n.code == "contradicts" || n.code == "state_changed") {
+        if notes
+            .iter()
+            .any(|n| n.code == "contradicts" || n.code == "state_changed")
+        {
             Problem::Contradicts
         } else if seen == 0 {
             Problem::Missing
@@ -171,7 +176,11 @@ pub fn explain(view: &DecisionView) -> Explanation {
         // items, one entry per check.
         let mut seen_checks: Vec<String> = Vec::new();
         for f in findings {
-            let Some(i) = f.get("evidence").and_then(Value::as_u64).map(|i| i as usize) else {
+            let Some(i) = f
+                .get("evidence")
+                .and_then(Value::as_u64)
+                .map(|i| i as usize)
+            else {
                 continue;
             };
             let c = f.get("code").and_then(Value::as_str).unwrap_or("");

@@ -29,9 +29,7 @@ use evident_pipeline::{Origin, Recording};
 use explain::Explanation;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{
-    Implementation, ProgressNotificationParam, ServerCapabilities, ServerConfig,
-};
+use rmcp::model::{Implementation, ProgressNotificationParam, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
 use rmcp::{Json, RoleServer, ServerHandler, ServiceExt as _, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
@@ -231,7 +229,12 @@ impl Evident {
     /// A claim decided and recorded.
     #[tool(
         description = "Submit your claim that the task is done. The server runs the owner's contract against the world now and decides: verified, refuted or unverified. The answer lists each unmet item with the evidence that is missing or contradicts and what would meet it, so you know what to fix before claiming again. Every decision is recorded in the ledger with who asked.",
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn submit_claim(
         &self,
@@ -318,8 +321,7 @@ impl Evident {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, usize, usize)>();
         let progress: Option<evident_gate::run::Progress> =
             ctx.meta.get_progress_token().map(|_| {
-                let hidden =
-                    evident_pipeline::view::held_out_checks(&served.document.public_raw());
+                let hidden = evident_pipeline::view::held_out_checks(&served.document.public_raw());
                 let f: evident_gate::run::Progress = Arc::new(move |id: &str, done, total| {
                     let shown = hidden.get(id).cloned().unwrap_or_else(|| id.to_string());
                     let _ = tx.send((shown, done, total));
@@ -410,7 +412,10 @@ impl Evident {
 
 /// A decision as served, or what the agent is told instead.
 fn finish(
-    decided: Result<Result<evident_pipeline::Decision, evident_pipeline::Error>, tokio::task::JoinError>,
+    decided: Result<
+        Result<evident_pipeline::Decision, evident_pipeline::Error>,
+        tokio::task::JoinError,
+    >,
     origin: &Origin,
 ) -> Result<DecisionView, String> {
     match decided {
@@ -441,7 +446,7 @@ fn finish(
     }
 }
 
-#[tool_handler]
+#[tool_handler(router = self.tool_router)]
 impl ServerHandler for Evident {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())

@@ -12,8 +12,8 @@ use evident_gate::ContractDocument;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::io::Read as _;
 use std::collections::HashMap;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
