@@ -647,3 +647,77 @@ fn conformance_scenarios_for_a_tools_server() {
         );
     }
 }
+
+/// SIGTERM with an MCP session's SSE stream open: the server ends the sessions and
+/// exits (an open stream would otherwise hold graceful shutdown open forever).
+#[test]
+fn sigterm_ends_open_mcp_streams_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let mut s = Served::start(dir.path());
+    let send = |extra: &str, method: &str, body: &str| {
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            c,
+            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+            s.addr,
+            s.token,
+            body.len()
+        )
+        .unwrap();
+        let mut r = BufReader::new(c);
+        let mut head = Vec::new();
+        loop {
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            head.push(line);
+        }
+        (head, r)
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "evident-test", "version": "0"}}})
+    .to_string();
+    let (head, _r1) = send("", "POST", &init);
+    assert!(head[0].contains(" 200 "), "{head:?}");
+    let session = head
+        .iter()
+        .find_map(|h| {
+            let (k, v) = h.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session id: {head:?}"));
+    let sid = format!("Mcp-Session-Id: {session}\r\n");
+    let (head, _r2) = send(
+        &sid,
+        "POST",
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+    );
+    assert!(head[0].contains(" 202 "), "{head:?}");
+    // The standing SSE stream, left open.
+    let (head, _stream) = send(&sid, "GET", "");
+    assert!(head[0].contains(" 200 "), "{head:?}");
+    let ok = Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = s.child.try_wait().unwrap() {
+            assert!(status.success(), "{status:?}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "serve did not stop with an MCP stream open"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
