@@ -105,6 +105,9 @@ fn stdio_speaks_only_json_rpc_on_stdout() {
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+            "name": "submit_claim", "arguments": {"claim": {"spec_version": "0.1",
+            "task": {"id": "t"}, "claimed_outcome": "x", "mutations": [], "evidence": []}}}}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
             "name": "get_contract", "arguments": {"name": "../contracts/files"}}}),
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
@@ -114,7 +117,7 @@ fn stdio_speaks_only_json_rpc_on_stdout() {
     }
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut by_id = std::collections::HashMap::new();
-    while by_id.len() < 5 {
+    while by_id.len() < 6 {
         let line = lines
             .next()
             .expect("the server closed stdout early")

@@ -22,7 +22,7 @@ pub mod explain;
 pub use tokio_util::sync::CancellationToken;
 
 use evident_format::Policy;
-use evident_ledger::sign::Key;
+use evident_ledger::sign::{Key, TrustList};
 use evident_pipeline::catalog::{Catalog, CatalogError, ContractSummary, ContractView, Served};
 use evident_pipeline::view::{DecisionView, Decisions, ReadError};
 use evident_pipeline::{Origin, Recording};
@@ -53,6 +53,10 @@ pub struct Config {
     /// The owner's policy a claim without a contract is decided under (from its own
     /// evidence); without it such a claim is refused.
     pub policy: Option<(String, Policy)>,
+    /// The owner's trust list for such a claim (`verify --trust`); without it nothing
+    /// the document calls independent is authenticated, so it cannot verify on its
+    /// own say-so (as serve's `POST /v1/verify`).
+    pub trust: Option<TrustList>,
     /// Signs each gate's evidence and each record's hash.
     pub key: Option<Key>,
     /// Where the key was read from (warned about when inside a contract root).
@@ -93,6 +97,7 @@ impl Config {
             decisions: Arc::new(Decisions::new(open()?)),
             appender,
             policy: None,
+            trust: None,
             key: None,
             key_path: None,
             jobs: 8,
@@ -111,6 +116,7 @@ impl Config {
             decisions: app.decisions(),
             appender: app.appender().clone(),
             policy: cfg.policy.clone(),
+            trust: cfg.trust.clone(),
             key: cfg.key.clone(),
             key_path: cfg.key_path.clone(),
             jobs: cfg.jobs,
@@ -249,6 +255,12 @@ impl Evident {
             ));
         }
         let claim = evident_format::Claim::parse(&bytes, "claim").map_err(|e| e.to_string())?;
+        if let Some(path) = evident_serve::too_deep(&claim.raw, evident_serve::MAX_CLAIM_DEPTH) {
+            return Err(format!(
+                "claim: at {path}: nested deeper than {} levels, this server's limit",
+                evident_serve::MAX_CLAIM_DEPTH
+            ));
+        }
         let view = match p.contract {
             Some(name) => {
                 let served = self.load(name).await?;
@@ -393,7 +405,10 @@ impl Evident {
             evident_pipeline::verify(evident_pipeline::VerifyRequest {
                 document,
                 now: None,
-                trust: None,
+                // Never the agent's word: without the owner's list, an empty one.
+                trust: Some(cfg.trust.clone().unwrap_or(TrustList {
+                    verifiers: Vec::new(),
+                })),
                 policy: cfg.policy.clone(),
                 on_unverified: None,
                 partial: false,

@@ -36,6 +36,8 @@ use std::time::Duration;
 
 pub use auth::Tokens;
 pub use problem::Problem;
+/// The claim depth limit, shared with the MCP endpoint.
+pub use routes::{MAX_CLAIM_DEPTH, too_deep};
 /// The logging facade, for the binary that starts the server.
 pub use tracing;
 

@@ -610,7 +610,7 @@ fn parse_claim(bytes: &[u8]) -> Result<evident_format::ClaimDocument, Problem> {
 }
 
 /// The JSON path of the first object or array nested deeper than `max` levels.
-fn too_deep(v: &serde_json::Value, max: usize) -> Option<String> {
+pub fn too_deep(v: &serde_json::Value, max: usize) -> Option<String> {
     use evident_format::json::{push_index, push_key};
     use serde_json::Value;
     if evident_ledger::depth::of_value(v) <= max {

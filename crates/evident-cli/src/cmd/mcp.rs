@@ -29,6 +29,11 @@ pub struct Args {
     /// document's own policy is the agent's and never decides.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// The owner's trust list for a claim submitted without a contract, as `evident
+    /// verify --trust` reads it; without it nothing such a claim calls independent is
+    /// authenticated, so it cannot verify on its own say-so. Needs --policy.
+    #[arg(long, value_name = "FILE")]
+    pub trust: Option<PathBuf>,
     /// Sign each gate's evidence and each record's hash with this key.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
@@ -52,6 +57,14 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
             path.display().to_string(),
             crate::cmd::verify::load_policy(path)?,
         ));
+    }
+    if let Some(path) = &a.trust {
+        if a.policy.is_none() {
+            return Err(anyhow!(
+                "--trust needs --policy FILE: a claim without a contract is decided only under the owner's policy"
+            ));
+        }
+        cfg.trust = Some(evident_ledger::sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?);
     }
     if let Some(path) = &a.key {
         cfg.key = Some(evident_ledger::sign::Key::load(path).map_err(|e| anyhow!("{e}"))?);
