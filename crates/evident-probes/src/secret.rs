@@ -75,6 +75,31 @@ pub fn is_credential_param(name: &str) -> bool {
         || ["token", "key"].iter().any(|w| n.ends_with(w))
 }
 
+/// `Scheme credentials` as an `Authorization`-style header value holds them, for the
+/// schemes whose credentials are a secret on their own (RFC 9110 §11.4 and common API
+/// schemes): the scheme and the credentials, trimmed.
+fn auth_scheme(value: &str) -> Option<(&str, &str)> {
+    const SCHEMES: &[&str] = &[
+        "bearer",
+        "basic",
+        "token",
+        "digest",
+        "negotiate",
+        "apikey",
+        "api-key",
+        "key",
+        "dpop",
+        "mac",
+        "hmac",
+        "sso-key",
+        "otp",
+    ];
+    let (scheme, credentials) = value.trim().split_once(char::is_whitespace)?;
+    let credentials = credentials.trim();
+    let known = SCHEMES.iter().any(|s| s.eq_ignore_ascii_case(scheme));
+    (known && !credentials.is_empty()).then_some((scheme, credentials))
+}
+
 /// The shortest secret whose encodings (hex, base64) are scrubbed too.
 pub const MIN_ENCODED_LEN: usize = 8;
 
@@ -171,6 +196,16 @@ impl Scrubber {
     }
 
     fn add_parts(&mut self, value: &str) {
+        if let Some((scheme, credentials)) = auth_scheme(value) {
+            // `Authorization: Bearer <token>`: the server the header is sent to may echo
+            // the token alone, without its scheme; Basic's password may come back decoded.
+            self.add_credential(credentials);
+            self.add_encodings(credentials);
+            if scheme.eq_ignore_ascii_case("basic") {
+                self.add_basic(credentials);
+            }
+            return;
+        }
         if let Some((_, rest)) = value.split_once("://") {
             // The userinfo password, read by hand too: a URL the url crate refuses
             // may still be printed by a driver.
@@ -192,6 +227,23 @@ impl Scrubber {
         } else if value.contains('=') {
             // libpq / JDBC-style `host=db user=app password=hunter2` or `a=b;c=d`.
             self.add_pairs(value.split(|c: char| c.is_whitespace() || c == ';'));
+        }
+    }
+
+    /// Basic credentials: base64 of `user:password`; the decoded pair and the password.
+    fn add_basic(&mut self, credentials: &str) {
+        use base64::Engine as _;
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(credentials.trim()) else {
+            return;
+        };
+        let Ok(pair) = String::from_utf8(bytes) else {
+            return;
+        };
+        self.add_min(&pair, MIN_SCRUB_LEN);
+        if let Some((_, password)) = pair.split_once(':')
+            && !password.is_empty()
+        {
+            self.add_credential(password);
         }
     }
 
@@ -433,6 +485,31 @@ mod tests {
         assert!(!is_credential_param("max_tokens"));
         assert!(!is_credential_param("sslmode"));
         assert!(!is_credential_param("format"));
+    }
+
+    #[test]
+    fn an_authorization_value_scrubs_its_credentials_alone() {
+        // The attack: the agent's app echoes the token without "Bearer ".
+        let mut s = Scrubber::default();
+        s.add("Bearer owner-tok-1234");
+        assert_eq!(s.scrub("got owner-tok-1234"), "got ***");
+        // The whole header value is registered too, so it goes as one.
+        assert_eq!(s.scrub("got Bearer owner-tok-1234"), "got ***");
+        // Basic: the decoded pair and the password alone.
+        let mut s = Scrubber::default();
+        s.add("Basic YWxpY2U6aHVudGVyMg=="); // alice:hunter2
+        assert_eq!(
+            s.scrub("pw hunter2, pair alice:hunter2"),
+            "pw ***, pair ***"
+        );
+        assert!(
+            !s.scrub("YWxpY2U6aHVudGVyMg==")
+                .contains("YWxpY2U6aHVudGVyMg")
+        );
+        // Honest twin: a plain secret phrase is scrubbed whole, its words are kept.
+        let mut s = Scrubber::default();
+        s.add("correct horse battery");
+        assert_eq!(s.scrub("a horse; correct horse battery"), "a horse; ***");
     }
 
     #[test]

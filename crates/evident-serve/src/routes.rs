@@ -56,6 +56,25 @@ pub(crate) fn router(app: App, extra: Router) -> Router {
         .route_layer(middleware::from_fn_with_state(app.clone(), measure))
         .layer(axum::extract::DefaultBodyLimit::max(app.0.cfg.body_limit))
         .layer(middleware::from_fn_with_state(app.clone(), host_check))
+        .layer(middleware::map_response(safe_headers))
+}
+
+/// A JSON view holds the agent's strings (a task id with markup): a browser must
+/// never render, sniff, frame or cache it. Headers a route set itself (the page's
+/// own CSP, its assets' caching) are kept.
+async fn safe_headers(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    for (name, value) in [
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; frame-ancestors 'none'",
+        ),
+        (header::CACHE_CONTROL, "no-store"),
+    ] {
+        h.entry(name).or_insert(HeaderValue::from_static(value));
+    }
+    response
 }
 
 // ---- middleware -------------------------------------------------------------------

@@ -496,3 +496,33 @@ fn an_ambiguous_host_is_refused() {
         "verified"
     );
 }
+
+/// The JSON views hold the agent's strings (a task id with markup): a browser opening
+/// one must not sniff it into HTML, frame it or cache it — on every route, the 404
+/// and a refused Host included. The page keeps its own CSP: its twin is the
+/// CLI's `web` test, which reads the page's `default-src 'self'` through `evident serve`.
+#[test]
+fn json_views_are_never_rendered_framed_or_cached() {
+    let s = Server::start(|_, dir| {
+        write_contract(&dir.join("contracts"), "files.toml", FILES);
+    });
+    let mut claim = example_claim();
+    claim["task"]["id"] = serde_json::json!("<script>alert(1)</script>");
+    sign(&mut claim);
+    let made = s.call("POST", "/v1/verify", Some(&claim));
+    assert!(made.status < 300, "verify answered {}", made.status);
+    for path in ["/v1/decisions", "/v1/contracts", "/v2/nothing", "/healthz"] {
+        let r = s.call("GET", path, None);
+        assert_eq!(
+            r.header("x-content-type-options"),
+            Some("nosniff"),
+            "{path}"
+        );
+        assert_eq!(r.header("cache-control"), Some("no-store"), "{path}");
+        let csp = r.header("content-security-policy").unwrap_or_default();
+        assert!(csp.contains("default-src 'none'"), "{path}: {csp:?}");
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp:?}");
+    }
+    let refused = s.raw("GET", "/v1/decisions", &[("Host", "evil.example")], None);
+    assert_eq!(refused.header("x-content-type-options"), Some("nosniff"));
+}
