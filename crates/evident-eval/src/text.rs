@@ -4,10 +4,7 @@
 /// Python's `str.isspace()`: Rust's Unicode `White_Space` plus U+001C..U+001F, which
 /// Python also counts (they are bidi class B/S). Parity needs the exact set: a value of
 /// `"\u001f"` is empty evidence in the peer.
-#[inline]
-pub fn is_py_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
+pub use evident_traces::is_py_space;
 
 /// Python's `s.strip()`.
 #[inline]

@@ -214,10 +214,9 @@ fn step(v: &Value, path: &str, file: &str, subagent: bool, trace: &mut Trace) ->
         }
         for (j, c) in calls.iter().enumerate() {
             let cpath = format!("{path}.tool_calls[{j}]");
-            let call = tool_call(c, &cpath, file, subagent)?;
-            pairing
-                .call(trace, call, file)
-                .map_err(|e| at(file, &cpath, e.message))?;
+            let mut call = tool_call(c, &cpath, file, subagent)?;
+            call.time = crate::timestamp(v);
+            pairing.call(trace, call).map_err(|m| at(file, &cpath, m))?;
         }
     }
     let results = match s.get("observation") {
@@ -256,9 +255,10 @@ fn step(v: &Value, path: &str, file: &str, subagent: bool, trace: &mut Trace) ->
                     is_error,
                     status_from,
                     text,
-                    line: 0,
+                    path: rpath.clone(),
+                    time: crate::timestamp(v),
+                    ..Outcome::default()
                 },
-                file,
             )
             .map_err(|_| {
                 let elsewhere = trace.calls[..first_call].iter().any(|c| &c.id == id);
@@ -339,6 +339,8 @@ fn tool_call(v: &Value, path: &str, file: &str, subagent: bool) -> Result<Call, 
         outcome: None,
         writes,
         subagent,
+        path: path.to_string(),
+        ..Call::default()
     })
 }
 

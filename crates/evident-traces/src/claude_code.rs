@@ -10,7 +10,9 @@
 
 use serde_json::Value;
 
-use crate::{Call, Error, Message, Outcome, Pairing, Role, StatusFrom, Trace, lines, text_of};
+use crate::{
+    Call, Error, Message, Outcome, Pairing, Role, StatusFrom, Trace, line_err, lines, text_of,
+};
 
 /// Tools that write the file named in their input.
 const WRITERS: &[(&str, &str)] = &[
@@ -81,20 +83,23 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                         .filter_map(|(_, k)| input.get(*k).and_then(Value::as_str))
                         .map(str::to_string)
                         .collect();
-                    pairing.call(
-                        &mut trace,
-                        Call {
-                            id: id.to_string(),
-                            shell: name == "Bash",
-                            name,
-                            arguments: input,
-                            line,
-                            outcome: None,
-                            writes,
-                            subagent: sidechain,
-                        },
-                        file,
-                    )?;
+                    pairing
+                        .call(
+                            &mut trace,
+                            Call {
+                                id: id.to_string(),
+                                shell: name == "Bash",
+                                name,
+                                arguments: input,
+                                line,
+                                outcome: None,
+                                writes,
+                                subagent: sidechain,
+                                time: crate::timestamp(&v),
+                                ..Call::default()
+                            },
+                        )
+                        .map_err(|m| line_err(file, line, m))?;
                 }
                 Some("tool_result") if kind == "user" => {
                     let id = b
@@ -109,17 +114,20 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                         Some(e) => (e, StatusFrom::Flag),
                         None => (false, StatusFrom::Absent),
                     };
-                    pairing.result(
-                        &mut trace,
-                        id,
-                        Outcome {
-                            is_error,
-                            status_from,
-                            text: text_of(b.get("content").unwrap_or(&Value::Null)),
-                            line,
-                        },
-                        file,
-                    )?;
+                    pairing
+                        .result(
+                            &mut trace,
+                            id,
+                            Outcome {
+                                is_error,
+                                status_from,
+                                text: text_of(b.get("content").unwrap_or(&Value::Null)),
+                                line,
+                                time: crate::timestamp(&v),
+                                ..Outcome::default()
+                            },
+                        )
+                        .map_err(|m| line_err(file, line, m))?;
                 }
                 _ => {}
             }

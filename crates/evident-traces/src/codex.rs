@@ -114,20 +114,23 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                                     | "container.exec"
                                     | "shell_command"
                             );
-                        pairing.call(
-                            &mut trace,
-                            Call {
-                                id: call_id()?,
-                                name,
-                                arguments,
-                                line,
-                                outcome: None,
-                                writes,
-                                shell,
-                                subagent: false,
-                            },
-                            file,
-                        )?;
+                        pairing
+                            .call(
+                                &mut trace,
+                                Call {
+                                    id: call_id()?,
+                                    name,
+                                    arguments,
+                                    line,
+                                    outcome: None,
+                                    writes,
+                                    shell,
+                                    subagent: false,
+                                    time: crate::timestamp(&v),
+                                    ..Call::default()
+                                },
+                            )
+                            .map_err(|m| err(line, m))?;
                     }
                     (
                         "response_item",
@@ -149,17 +152,20 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                             (None, Some(e)) => (e, StatusFrom::Flag),
                             (None, None) => (false, StatusFrom::Absent),
                         };
-                        pairing.result(
-                            &mut trace,
-                            &id,
-                            Outcome {
-                                is_error,
-                                status_from,
-                                text,
-                                line,
-                            },
-                            file,
-                        )?;
+                        pairing
+                            .result(
+                                &mut trace,
+                                &id,
+                                Outcome {
+                                    is_error,
+                                    status_from,
+                                    text,
+                                    line,
+                                    time: crate::timestamp(&v),
+                                    ..Outcome::default()
+                                },
+                            )
+                            .map_err(|m| err(line, m))?;
                     }
                     ("event_msg", "exec_command_end") => {
                         if let Some(c) = p.get("exit_code").and_then(Value::as_i64) {
@@ -215,20 +221,22 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                                 .collect()
                         })
                         .unwrap_or_default();
-                    pairing.call(
-                        &mut trace,
-                        Call {
-                            id: id.clone(),
-                            name: itype.to_string(),
-                            arguments: it.clone(),
-                            line,
-                            outcome: None,
-                            writes,
-                            shell: itype == "command_execution",
-                            subagent: false,
-                        },
-                        file,
-                    )?;
+                    pairing
+                        .call(
+                            &mut trace,
+                            Call {
+                                id: id.clone(),
+                                name: itype.to_string(),
+                                arguments: it.clone(),
+                                line,
+                                outcome: None,
+                                writes,
+                                shell: itype == "command_execution",
+                                subagent: false,
+                                ..Call::default()
+                            },
+                        )
+                        .map_err(|m| err(line, m))?;
                 }
                 if kind == "item.completed" {
                     let status = it.get("status").and_then(Value::as_str);
@@ -239,17 +247,19 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                             (None, None) => (false, StatusFrom::Absent),
                         };
                     let text = it.get("aggregated_output").map(text_of).unwrap_or_default();
-                    pairing.result(
-                        &mut trace,
-                        &id,
-                        Outcome {
-                            is_error,
-                            status_from,
-                            text,
-                            line,
-                        },
-                        file,
-                    )?;
+                    pairing
+                        .result(
+                            &mut trace,
+                            &id,
+                            Outcome {
+                                is_error,
+                                status_from,
+                                text,
+                                line,
+                                ..Outcome::default()
+                            },
+                        )
+                        .map_err(|m| err(line, m))?;
                 }
             }
             _ => {}

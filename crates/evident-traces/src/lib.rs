@@ -1,17 +1,36 @@
 //! A neutral trace of an agent session — ordered tool calls with their arguments,
-//! results and error status (and where that status came from), and the messages —
-//! read from agents' native logs: ATIF trajectories (Harbor), Claude Code session
-//! transcripts and `claude -p --output-format stream-json`, Codex rollout files and
-//! `codex exec --json`. Readers pair strictly (see [`Pairing`]): a result before its call, an id
-//! already waiting for its result, or a result no call waits for is an error naming
-//! the line and the id; a call left without a result (an interrupted turn) is
-//! *unfinished*, never a success.
+//! results and error status (and where that status came from), timestamps where the
+//! log has them, and the messages — read from every format evident knows:
+//!
+//! - agents' native logs: ATIF trajectories (Harbor), Claude Code session transcripts
+//!   and `claude -p --output-format stream-json`, Codex rollout files and `codex exec
+//!   --json` ([`atif`], [`claude_code`], [`codex`], which read bytes);
+//! - the API and protocol formats of seed 001's adapters: [`generic`], [`openai`],
+//!   [`anthropic`], [`responses`], [`mcp`], [`otel`] and [`chat`], which read the
+//!   payload array of an already strictly parsed document ([`strict`]) and name JSON
+//!   paths in their errors.
+//!
+//! Every call/result format pairs with one mechanism ([`Ids`], worded by `Pairing`):
+//! a result before its call, an id already waiting for its result, or a result no call
+//! waits for is an error naming the line or path and the id; a call left without a
+//! result (an interrupted turn) is *unfinished*, never a success (in seed 001's own
+//! formats, `generic` and `openai`, it is an error, as the peer behaves). What the
+//! trace means as evidence is the caller's business (evident-eval maps it to seed 001
+//! events): a reader never turns a call's arguments into anything but arguments.
 
+pub mod anthropic;
 pub mod atif;
+pub mod chat;
 pub mod claude_code;
 pub mod codex;
+pub mod generic;
+pub mod mcp;
+pub mod openai;
+pub mod otel;
+pub mod responses;
+pub mod strict;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Largest trace read (bytes).
 pub const MAX_TRACE_BYTES: usize = 256 * 1024 * 1024;
@@ -52,7 +71,7 @@ pub struct Message {
 }
 
 /// Where a call's error status came from, so a heuristic is never shown as a fact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StatusFrom {
     /// The log's own error flag (`is_error`, `success`, `status`).
     Flag,
@@ -64,23 +83,44 @@ pub enum StatusFrom {
     /// No status field; the result text starts with `error:` (a convention).
     TextErrorPrefix,
     /// No status in the log: taken as not an error.
+    #[default]
     Absent,
+    /// A convention the format documents in place of a flag: the `openai-responses`
+    /// rules (`status: "incomplete"`, an `error` member in the output) and an
+    /// `--error-prefix` on `openai-chat` results.
+    Convention,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Outcome {
     pub is_error: bool,
     pub status_from: StatusFrom,
+    /// The result as text (empty when the log gives only [`Outcome::data`]).
     pub text: String,
+    /// The result as a JSON object where the log gives one as structure rather than
+    /// text (seed 001's `evidence`, MCP `structuredContent` or a JSON-RPC `error`, an
+    /// OTel result attribute given as a map).
+    pub data: Option<Map<String, Value>>,
+    /// The line (JSONL formats; 0 in one-document formats).
     pub line: usize,
+    /// Where the result text is, as a JSON path (one-document formats; empty in JSONL).
+    pub path: String,
+    /// When, as the log writes it (an RFC 3339 text, or OTel's Unix nanoseconds).
+    pub time: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Call {
+    /// Empty only where the format makes ids optional (`generic` events).
     pub id: String,
     pub name: String,
+    /// `Null` when the log gives none.
     pub arguments: Value,
     pub line: usize,
+    /// Where the call is, as a JSON path (one-document formats; empty in JSONL).
+    pub path: String,
+    /// When, as the log writes it (see [`Outcome::time`]).
+    pub time: Option<String>,
     /// `None`: the call never got a result (unfinished).
     pub outcome: Option<Outcome>,
     /// Files the call says it writes (from its arguments: a path to write, a patch's
@@ -161,23 +201,37 @@ impl Ids {
     }
 }
 
-/// Strict pairing of results with calls by id into a [`Trace`] (see [`Ids`]).
-#[derive(Default)]
+/// Strict pairing of results with calls by id into a [`Trace`], with the rules of
+/// [`Ids`], worded with the format's own names for a call and a result. Errors are the
+/// message alone; the reader adds the line or the JSON path.
 pub(crate) struct Pairing {
     ids: Ids,
+    call: &'static str,
+    result: &'static str,
+}
+
+impl Default for Pairing {
+    fn default() -> Self {
+        Pairing::named("tool call", "tool result")
+    }
 }
 
 impl Pairing {
-    pub(crate) fn call(&mut self, trace: &mut Trace, call: Call, file: &str) -> Result<(), Error> {
+    pub(crate) fn named(call: &'static str, result: &'static str) -> Self {
+        Pairing {
+            ids: Ids::default(),
+            call,
+            result,
+        }
+    }
+
+    pub(crate) fn call(&mut self, trace: &mut Trace, call: Call) -> Result<(), String> {
         if self.ids.call(&call.id, trace.calls.len()).is_err() {
-            return Err(Error {
-                file: file.into(),
-                line: call.line,
-                message: format!(
-                    "tool call id {:?} is already waiting for its result (a duplicate call)",
-                    call.id
-                ),
-            });
+            return Err(format!(
+                "duplicate {} id '{}' (a call with this id is still waiting for its result)",
+                self.call,
+                call.id.escape_debug()
+            ));
         }
         trace.calls.push(call);
         Ok(())
@@ -188,27 +242,145 @@ impl Pairing {
         trace: &mut Trace,
         id: &str,
         outcome: Outcome,
-        file: &str,
-    ) -> Result<(), Error> {
+    ) -> Result<(), String> {
         match self.ids.result(id) {
             Ok(i) => {
                 trace.calls[i].outcome = Some(outcome);
                 Ok(())
             }
-            Err(why) => Err(Error {
-                file: file.into(),
-                line: outcome.line,
-                message: match why {
-                    Broken::SecondResult => format!(
-                        "tool result for id {id:?}: its call already has a result (a second result)"
-                    ),
-                    _ => format!(
-                        "tool result for id {id:?} has no call waiting for it (an orphan, or a result before its call)"
-                    ),
-                },
-            }),
+            Err(Broken::SecondResult) => Err(format!(
+                "duplicate {} id '{}' (its call already has a result)",
+                self.result,
+                id.escape_debug()
+            )),
+            Err(_) => Err(format!(
+                "{} '{}' has no earlier {} waiting for it (a result before its call, or an orphan)",
+                self.result,
+                id.escape_debug(),
+                self.call
+            )),
         }
     }
+
+    /// Seed 001's formats: a call that never got a result is an error.
+    pub(crate) fn require_results(&self, trace: &Trace) -> Result<(), String> {
+        match trace.calls.iter().find(|c| c.outcome.is_none()) {
+            Some(c) => Err(format!(
+                "{} '{}' has no result",
+                self.call,
+                c.id.escape_debug()
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Python's `str.isspace()` for one character (what `strip()` removes): Rust's
+/// whitespace plus U+001C..U+001F, which Python also counts (bidi class B/S).
+#[inline]
+pub fn is_py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Whether a string is empty after Python's `strip()`.
+pub fn py_blank(s: &str) -> bool {
+    s.trim_matches(is_py_space).is_empty()
+}
+
+/// A one-document reader's error: no line, the message starts with the JSON path.
+pub(crate) fn doc_err<T>(file: &str, message: impl Into<String>) -> Result<T, Error> {
+    Err(Error {
+        file: file.into(),
+        line: 0,
+        message: message.into(),
+    })
+}
+
+/// A required non-empty (after `strip()`) string member, returned as given.
+pub(crate) fn req_str(
+    o: &Map<String, Value>,
+    key: &str,
+    path: &str,
+    file: &str,
+) -> Result<String, Error> {
+    match o.get(key) {
+        Some(Value::String(s)) if !py_blank(s) => Ok(s.clone()),
+        Some(_) => doc_err(file, format!("{path} must be a non-empty string")),
+        None => doc_err(file, format!("{path} is missing (a non-empty string)")),
+    }
+}
+
+/// An optional object member (absent → `None`).
+pub(crate) fn opt_obj(
+    o: &Map<String, Value>,
+    key: &str,
+    path: &str,
+    file: &str,
+) -> Result<Option<Map<String, Value>>, Error> {
+    match o.get(key) {
+        None => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m.clone())),
+        Some(_) => doc_err(file, format!("{path} must be an object")),
+    }
+}
+
+/// A JSON object given as text (the chat, Responses and OTel formats' arguments): it
+/// must parse strictly to an object; an empty string means no arguments.
+pub(crate) fn arguments_from_text(text: &str, path: &str, file: &str) -> Result<Value, Error> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    match strict::parse(text.as_bytes()) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => doc_err(file, format!("{path} must be a JSON object, given as text")),
+        Err(e) => doc_err(
+            file,
+            format!("{path} is not valid JSON ({e}): the call's arguments cannot be read"),
+        ),
+    }
+}
+
+/// Text of `[{type: "text", text}, ...]` parts whose type is one of `types`, joined
+/// with nothing (as seed 001's adapters read tool output); a part that is not an
+/// object, or a text part whose `text` is not a string, rejects the trace.
+pub(crate) fn joined_parts(
+    parts: &[Value],
+    types: &[&str],
+    path: &str,
+    file: &str,
+) -> Result<String, Error> {
+    let mut text = String::new();
+    for (k, p) in parts.iter().enumerate() {
+        let Value::Object(p) = p else {
+            return doc_err(file, format!("{path}[{k}] must be an object"));
+        };
+        if p.get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| types.contains(&t))
+        {
+            match p.get("text") {
+                Some(Value::String(t)) => text.push_str(t),
+                _ => return doc_err(file, format!("{path}[{k}].text must be a string")),
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// A JSONL reader's error at `line`.
+pub(crate) fn line_err(file: &str, line: usize, message: String) -> Error {
+    Error {
+        file: file.into(),
+        line,
+        message,
+    }
+}
+
+/// A line's or step's `timestamp`, as written.
+pub(crate) fn timestamp(v: &Value) -> Option<String> {
+    v.get("timestamp")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// Read JSONL: each non-empty line one JSON object.

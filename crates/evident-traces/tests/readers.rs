@@ -83,7 +83,7 @@ fn claude_code_rejects_orphans_results_before_calls_and_duplicates() {
     )
     .unwrap_err();
     assert!(
-        orphan.line == 1 && orphan.message.contains("\"z\""),
+        orphan.line == 1 && orphan.message.contains("'z'"),
         "{orphan}"
     );
     let early = claude_code::read(

@@ -1,21 +1,20 @@
-//! Trace adapters: an agent's recorded tool calls, in one of six formats, become a
-//! canonical case (`case_id`, `task`, `completion_claimed`, `requirements`, `events`)
+//! Trace adapters: an agent's recorded tool calls, in any format evident knows, become
+//! a canonical case (`case_id`, `task`, `completion_claimed`, `requirements`, `events`)
 //! or a provenance envelope.
 //!
-//! Every format uses the same wrapper — `{trace_id, task, completion_claimed, <payload>}`
+//! Reading a format is `evident_traces`'s job: each reader gives one neutral trace
+//! (calls with arguments, results, error status and where it came from), pairing
+//! strictly with the one shared mechanism; this module only maps that trace to seed
+//! 001 events ([`events_of`]) and adds the wrapper and provenance.
+//!
+//! Seed 001's formats use the same wrapper — `{trace_id, task, completion_claimed, <payload>}`
 //! — because none of the native formats says what the task was or whether the agent
 //! claimed completion. Requirements always come from a separate file: what proves the
 //! work is the owner's contract, not something inferred from the agent's own trace.
 //! Tool-call arguments never enter evidence: asking for an action is not proof it ran.
 
-mod anthropic;
 mod chat;
 pub use chat::{NO_TASK, check_error_prefix};
-mod generic;
-mod mcp;
-mod openai;
-mod otel;
-mod responses;
 
 use serde_json::{Map, Value, json};
 
@@ -412,19 +411,6 @@ pub(crate) fn req_str(o: &Map<String, Value>, key: &str, path: &str) -> Result<S
     }
 }
 
-/// An optional object member (absent → empty).
-pub(crate) fn opt_obj(
-    o: &Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> Result<Map<String, Value>, AdaptError> {
-    match o.get(key) {
-        None => Ok(Map::new()),
-        Some(Value::Object(m)) => Ok(m.clone()),
-        Some(_) => err(format!("{path} must be an object")),
-    }
-}
-
 /// Tool output text as evidence: a JSON object → that object; any other text → no
 /// evidence. A duplicate key inside the output rejects the trace (its value would be
 /// ambiguous).
@@ -482,24 +468,30 @@ pub fn adapt_with(
             format.name()
         ));
     }
-    let (trace_id, task, completion_claimed, events) = if format == Format::OpenAiChat {
-        chat::adapt(raw, source_ref, opts)?
+    use evident_traces as t;
+    let (trace_id, task, completion_claimed, trace) = if format == Format::OpenAiChat {
+        let w = chat::wrapper(raw, source_ref, opts)?;
+        let trace = t::chat::read(w.payload, &opts.error_prefixes, "trace");
+        (w.trace_id, w.task, w.completion_claimed, trace)
     } else {
         let w = wrapper(raw, format.payload_key())?;
-        let events = match format {
-            Format::Generic => generic::events(w.payload)?,
-            Format::OpenAi => openai::events(w.payload)?,
-            Format::Anthropic => anthropic::events(w.payload)?,
-            Format::OpenAiResponses => responses::events(w.payload)?,
-            Format::Mcp => mcp::events(w.payload)?,
+        let trace = match format {
+            Format::Generic => t::generic::read(w.payload, "trace"),
+            Format::OpenAi => t::openai::read(w.payload, "trace"),
+            Format::Anthropic => t::anthropic::read(w.payload, "trace"),
+            Format::OpenAiResponses => t::responses::read(w.payload, "trace"),
+            Format::Mcp => t::mcp::read(w.payload, "trace"),
             Format::Otel
             | Format::OpenAiChat
             | Format::ClaudeCode
             | Format::Codex
-            | Format::Atif => otel::events(w.payload)?,
+            | Format::Atif => t::otel::read(w.payload, "trace"),
         };
-        (w.trace_id, w.task, w.completion_claimed, events)
+        (w.trace_id, w.task, w.completion_claimed, trace)
     };
+    // One-document readers start their messages with the JSON path; the file is the
+    // caller's to name.
+    let events = events_of(&trace.map_err(|e| AdaptError(e.message))?)?;
     let raw_sha256 = pyjson::canonical_sha256(raw).map_err(AdaptError)?;
     let (adapter, source_type) = format.ids();
     Ok(Envelope {
@@ -582,23 +574,7 @@ fn adapt_native(
         _ => evident_traces::codex::read(trace, "trace"),
     }
     .map_err(|e| AdaptError(e.to_string()))?;
-    let mut events = Vec::new();
-    for c in &t.calls {
-        let path = format!("line {} (call {:?})", c.line, c.id);
-        let (success, evidence) = match &c.outcome {
-            Some(o) => (!o.is_error, evidence_from_text(&o.text, &path)?),
-            None => (false, Map::new()),
-        };
-        let mut e = AdaptedEvent::new(
-            c.name.clone(),
-            success,
-            evidence,
-            Some(c.id.clone()),
-            c.arguments.as_object().cloned(),
-        );
-        e.unfinished = c.outcome.is_none();
-        events.push(e);
-    }
+    let events = events_of(&t)?;
     let (adapter, source_type) = format.ids();
     Ok(Envelope {
         trace_id: source_ref.to_owned(),
@@ -620,118 +596,37 @@ fn adapt_native(
     })
 }
 
-/// A JSON object given as text (the chat and Responses formats' `arguments`): it
-/// must parse strictly to an object; an empty string means no arguments.
-pub(crate) fn arguments_from_text(
-    text: &str,
-    path: &str,
-) -> Result<Map<String, Value>, AdaptError> {
-    if text.trim().is_empty() {
-        return Ok(Map::new());
-    }
-    match pyjson::parse_strict(text.as_bytes()) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => err(format!("{path} must be a JSON object, given as text")),
-        Err(e) => err(format!(
-            "{path} is not valid JSON ({e}): the call's arguments cannot be read"
-        )),
-    }
-}
-
-/// Pairs calls with results by id, strictly, for every call/result format, with the
-/// rules of [`evident_traces::Ids`] (one copy of them for every reader): a result must
-/// come after its call; an id may not be reused while its call still waits for a
-/// result, but may be after it; a result no call waits for is an orphan. A call that
-/// never gets a result is an error in seed 001's formats and an unfinished call (never
-/// a success) in agent-native logs. Events come out in call order.
-pub(crate) struct Pairing {
-    kind_call: &'static str,
-    kind_result: &'static str,
-    /// Agent-native log: a call without a result is unfinished, not an error.
-    native: bool,
-    events: Vec<AdaptedEvent>,
-    answered: Vec<bool>,
-    ids: evident_traces::Ids,
-}
-
-impl Pairing {
-    pub fn new(kind_call: &'static str, kind_result: &'static str, native: bool) -> Self {
-        Pairing {
-            kind_call,
-            kind_result,
-            native,
-            events: Vec::new(),
-            answered: Vec::new(),
-            ids: Default::default(),
-        }
-    }
-
-    pub fn call(
-        &mut self,
-        id: String,
-        name: String,
-        arguments: Option<Map<String, Value>>,
-        path: &str,
-    ) -> Result<(), AdaptError> {
-        if self.ids.call(&id, self.events.len()).is_err() {
-            return err(format!(
-                "{path}: duplicate {} id '{id}' (a call with this id is still waiting for its result)",
-                self.kind_call
-            ));
-        }
-        self.events.push(AdaptedEvent::new(
-            name,
-            false,
-            Map::new(),
-            Some(id),
-            arguments,
-        ));
-        self.answered.push(false);
-        Ok(())
-    }
-
-    pub fn result(
-        &mut self,
-        id: &str,
-        success: bool,
-        evidence: Map<String, Value>,
-        path: &str,
-    ) -> Result<(), AdaptError> {
-        let i = match self.ids.result(id) {
-            Ok(i) => i,
-            Err(evident_traces::Broken::SecondResult) => {
-                return err(format!(
-                    "{path}: duplicate {} id '{id}' (its call already has a result)",
-                    self.kind_result
-                ));
+/// Seed 001 events from a neutral trace, one per call in the trace's order: named
+/// after the tool, its success the result's error status (a call with no result is
+/// unfinished, never a success), its evidence the result's structured data, else its
+/// text when that is a JSON object (strictly: a duplicate key rejects the trace), and
+/// never the arguments (asking for an action is not proof it ran; they are kept apart
+/// for object-form requirements).
+pub fn events_of(trace: &evident_traces::Trace) -> Result<Vec<AdaptedEvent>, AdaptError> {
+    let mut events = Vec::with_capacity(trace.calls.len());
+    for c in &trace.calls {
+        let (success, evidence) = match &c.outcome {
+            Some(o) => {
+                let evidence = match &o.data {
+                    Some(d) => d.clone(),
+                    None if o.path.is_empty() => {
+                        evidence_from_text(&o.text, &format!("line {} (call {:?})", c.line, c.id))?
+                    }
+                    None => evidence_from_text(&o.text, &o.path)?,
+                };
+                (!o.is_error, evidence)
             }
-            Err(_) => {
-                return err(format!(
-                    "{path}: {} '{id}' has no earlier {} waiting for it (a result before its call, or an orphan)",
-                    self.kind_result, self.kind_call
-                ));
-            }
+            None => (false, Map::new()),
         };
-        self.events[i].success = success;
-        self.events[i].evidence = evidence;
-        self.answered[i] = true;
-        Ok(())
+        let mut e = AdaptedEvent::new(
+            c.name.clone(),
+            success,
+            evidence,
+            (!c.id.is_empty()).then(|| c.id.clone()),
+            c.arguments.as_object().cloned(),
+        );
+        e.unfinished = c.outcome.is_none();
+        events.push(e);
     }
-
-    pub fn finish(mut self) -> Result<Vec<AdaptedEvent>, AdaptError> {
-        for (e, answered) in self.events.iter_mut().zip(&self.answered) {
-            if *answered {
-                continue;
-            }
-            if !self.native {
-                return err(format!(
-                    "{} '{}' has no result",
-                    self.kind_call,
-                    e.source_event_id.as_deref().unwrap_or_default()
-                ));
-            }
-            e.unfinished = true;
-        }
-        Ok(self.events)
-    }
+    Ok(events)
 }
