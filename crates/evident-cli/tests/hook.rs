@@ -1368,3 +1368,99 @@ fn a_session_start_snapshot_catches_an_unclaimed_row_at_the_stop() {
         "{reason}"
     );
 }
+
+/// The loop guard in each other agent's protocol (Claude Code's is above): after
+/// `max_refusals` (3) refusals in a row the stop goes through, and the user is told
+/// the work is NOT verified — in the answer where the protocol has a field for it,
+/// else on stderr (Cursor, Copilot CLI).
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+fn the_loop_guard_answers_in_every_agents_protocol() {
+    for agent in ["codex", "cursor", "gemini", "copilot"] {
+        let w = world(CONTRACT);
+        std::fs::write(w.repo.join("calc.py"), WRONG).unwrap();
+        let (extra, ev): (&[&str], Value) = match agent {
+            "codex" => {
+                let mut e = event(&w, "Stop", true);
+                e["turn_id"] = json!("t1");
+                e["model"] = json!("gpt-5-codex");
+                (&[], e)
+            }
+            "cursor" => (
+                &[],
+                json!({"conversation_id": "c-loop", "generation_id": "g1", "model": "m",
+                       "hook_event_name": "stop", "cursor_version": "2.3.35",
+                       "workspace_roots": [w.repo], "user_email": null,
+                       "status": "completed", "loop_count": 1}),
+            ),
+            "gemini" => (
+                &[],
+                json!({"session_id": "g-loop", "transcript_path": w.transcript.with_extension("json"),
+                       "cwd": w.repo, "hook_event_name": "AfterAgent",
+                       "timestamp": "2026-12-01T12:00:00.000Z", "prompt": "Fix add()",
+                       "prompt_response": "Fixed.", "stop_hook_active": true}),
+            ),
+            _ => (
+                &["--event", "agentStop"],
+                json!({"sessionId": "cp-loop", "timestamp": 1_764_590_500_000_u64,
+                       "cwd": w.repo, "transcriptPath": w.transcript, "stopReason": "end_turn"}),
+            ),
+        };
+        let run = || {
+            let out = Command::cargo_bin("evident")
+                .unwrap()
+                .args(["hook", agent])
+                .args(extra)
+                .arg("--state-dir")
+                .arg(&w.state)
+                .env_remove("EVIDENT_LEDGER")
+                .env_remove("CLAUDE_PROJECT_DIR")
+                .write_stdin(ev.to_string())
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{agent}: {out:?}");
+            let v: Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{agent}: {e}: {out:?}"));
+            (v, String::from_utf8_lossy(&out.stderr).to_string())
+        };
+        for i in 0..2 {
+            let (v, _) = run();
+            let refused = match agent {
+                "cursor" => v["followup_message"].as_str().is_some(),
+                "gemini" => v["decision"] == "deny",
+                _ => v["decision"] == "block",
+            };
+            assert!(refused, "{agent}: stop {} must be refused: {v}", i + 1);
+            if agent == "codex" {
+                codex_valid(&v);
+            }
+        }
+        let (v, err) = run();
+        let told = match agent {
+            "codex" => {
+                codex_valid(&v);
+                assert!(v.get("decision").is_none(), "codex: {v}");
+                v["systemMessage"].as_str().unwrap_or_default().to_string()
+            }
+            "cursor" => {
+                assert_eq!(v, json!({}), "cursor");
+                err
+            }
+            "gemini" => {
+                assert_eq!(v["decision"], "allow", "gemini: {v}");
+                v["systemMessage"].as_str().unwrap_or_default().to_string()
+            }
+            _ => {
+                assert_eq!(v["decision"], "allow", "copilot: {v}");
+                err
+            }
+        };
+        assert!(
+            told.contains("NOT verified") && told.contains("3 times"),
+            "{agent}: {told}"
+        );
+    }
+}

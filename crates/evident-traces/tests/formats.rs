@@ -235,7 +235,7 @@ fn seed_formats_give_structured_results_and_refuse_a_call_without_one() {
     let b = t.calls[1].outcome.as_ref().unwrap();
     assert!(b.is_error && b.status_from == StatusFrom::Flag && b.data == Some(Default::default()));
     let call = json!({"type": "tool_call", "tool_call_id": "c1", "name": "a"});
-    let e = openai::read(&[call.clone()], "t").unwrap_err();
+    let e = openai::read(std::slice::from_ref(&call), "t").unwrap_err();
     assert_eq!(e.message, "tool_call 'c1' has no result");
     let t = openai::read(
         &[call, json!({"type": "tool_result", "tool_call_id": "c1", "success": true, "evidence": {"k": "v"}})],
