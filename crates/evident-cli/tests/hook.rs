@@ -1464,3 +1464,42 @@ fn the_loop_guard_answers_in_every_agents_protocol() {
         );
     }
 }
+
+/// Text taken from the transcript (the task, the claimed outcome, findings) is
+/// scrubbed like any observation before it is shown: a URL's credentials never reach
+/// the claim. The twin: the rest of the text is kept as written.
+#[test]
+fn transcript_text_is_scrubbed_in_the_claim() {
+    let w = world(CONTRACT);
+    std::fs::write(w.repo.join("calc.py"), FIXED).unwrap();
+    let lines = [
+        json!({"type": "user", "message": {"role": "user", "content": "Fix add(); push to https://bob:hunter2pw@git.example.test/calc.git when done"}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Pushed to https://bob:hunter2pw@git.example.test/calc.git"}]}}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&w.transcript, text.join("\n") + "\n").unwrap();
+    let out = Command::cargo_bin("evident")
+        .unwrap()
+        .args(["claim", "--from", "claude-code"])
+        .arg(&w.transcript)
+        .arg("--repo")
+        .arg(&w.repo)
+        .args(["--base", "HEAD"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("hunter2pw"), "{stdout}");
+    let claim: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let task = claim["task"]["description"].as_str().unwrap();
+    assert!(
+        task.starts_with("Fix add(); push to https://")
+            && task.contains("git.example.test/calc.git when done"),
+        "{task}"
+    );
+    let outcome = claim["claimed_outcome"].as_str().unwrap();
+    assert!(
+        outcome.starts_with("Pushed to https://") && outcome.contains(":***@git.example.test"),
+        "{outcome}"
+    );
+}
