@@ -491,7 +491,7 @@ pub fn adapt_with(
     };
     // One-document readers start their messages with the JSON path; the file is the
     // caller's to name.
-    let events = events_of(&trace.map_err(|e| AdaptError(e.message))?)?;
+    let events = events_of(trace.map_err(|e| AdaptError(e.message))?.calls)?;
     let raw_sha256 = pyjson::canonical_sha256(raw).map_err(AdaptError)?;
     let (adapter, source_type) = format.ids();
     Ok(Envelope {
@@ -574,16 +574,17 @@ fn adapt_native(
         _ => evident_traces::codex::read(trace, "trace"),
     }
     .map_err(|e| AdaptError(e.to_string()))?;
-    let events = events_of(&t)?;
+    // `codex exec --json` does not record the prompt: say so rather than invent one.
+    let task = t
+        .first_user_message()
+        .filter(|m| !py_blank(m))
+        .unwrap_or("(the log does not record the task)")
+        .to_owned();
+    let events = events_of(t.calls)?;
     let (adapter, source_type) = format.ids();
     Ok(Envelope {
         trace_id: source_ref.to_owned(),
-        // `codex exec --json` does not record the prompt: say so rather than invent one.
-        task: t
-            .first_user_message()
-            .filter(|m| !py_blank(m))
-            .unwrap_or("(the log does not record the task)")
-            .to_owned(),
+        task,
         completion_claimed,
         requirements,
         events,
@@ -602,13 +603,14 @@ fn adapt_native(
 /// text when that is a JSON object (strictly: a duplicate key rejects the trace), and
 /// never the arguments (asking for an action is not proof it ran; they are kept apart
 /// for object-form requirements).
-pub fn events_of(trace: &evident_traces::Trace) -> Result<Vec<AdaptedEvent>, AdaptError> {
-    let mut events = Vec::with_capacity(trace.calls.len());
-    for c in &trace.calls {
-        let (success, evidence) = match &c.outcome {
+pub fn events_of(calls: Vec<evident_traces::Call>) -> Result<Vec<AdaptedEvent>, AdaptError> {
+    let mut events = Vec::with_capacity(calls.len());
+    for c in calls {
+        let unfinished = c.outcome.is_none();
+        let (success, evidence) = match c.outcome {
             Some(o) => {
-                let evidence = match &o.data {
-                    Some(d) => d.clone(),
+                let evidence = match o.data {
+                    Some(d) => d,
                     None if o.path.is_empty() => {
                         evidence_from_text(&o.text, &format!("line {} (call {:?})", c.line, c.id))?
                     }
@@ -618,14 +620,13 @@ pub fn events_of(trace: &evident_traces::Trace) -> Result<Vec<AdaptedEvent>, Ada
             }
             None => (false, Map::new()),
         };
-        let mut e = AdaptedEvent::new(
-            c.name.clone(),
-            success,
-            evidence,
-            (!c.id.is_empty()).then(|| c.id.clone()),
-            c.arguments.as_object().cloned(),
-        );
-        e.unfinished = c.outcome.is_none();
+        let arguments = match c.arguments {
+            Value::Object(m) => Some(m),
+            _ => None,
+        };
+        let id = (!c.id.is_empty()).then_some(c.id);
+        let mut e = AdaptedEvent::new(c.name, success, evidence, id, arguments);
+        e.unfinished = unfinished;
         events.push(e);
     }
     Ok(events)
