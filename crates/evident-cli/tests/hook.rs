@@ -1503,3 +1503,46 @@ fn transcript_text_is_scrubbed_in_the_claim() {
         "{outcome}"
     );
 }
+
+/// Two sessions in one repository are kept apart: each has its own baseline (recorded
+/// by its own session start) and its own refusal count.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+fn two_sessions_in_one_repository_are_kept_apart() {
+    let w = world(&allow_no_change());
+    claude_transcript(&w, "calc.py", "done");
+    let as_session = |name: &str, id: &str| {
+        let mut e = event(&w, name, false);
+        e["session_id"] = json!(id);
+        e
+    };
+    start(&w, "claude-code");
+    std::fs::write(w.repo.join("calc.py"), WRONG).unwrap();
+    git(&w.repo, &["commit", "-qam", "wrong fix"]);
+    // The second session starts after the wrong fix was committed.
+    let (v, err) = hook(&w, "claude-code", &as_session("SessionStart", "s2"));
+    assert_eq!(v, Value::Null, "{err}");
+    // s1's baseline is before the wrong fix: refused. s2's is after it: nothing
+    // changed, which this contract allows.
+    let (v, _) = hook(&w, "claude-code", &as_session("Stop", "s1"));
+    assert!(refused(&v).contains("pytest"), "{v}");
+    let (v, _) = hook(&w, "claude-code", &as_session("Stop", "s2"));
+    allowed(&v);
+    // s1's refusals do not count toward s2's loop guard, nor s2's stops toward s1's.
+    let (v, _) = hook(&w, "claude-code", &as_session("Stop", "s1"));
+    refused(&v);
+    let (v, _) = hook(&w, "claude-code", &as_session("Stop", "s2"));
+    allowed(&v);
+    let (v, _) = hook(&w, "claude-code", &as_session("Stop", "s1"));
+    allowed(&v);
+    assert!(
+        v["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("NOT verified"),
+        "s1's third refusal in a row goes through: {v}"
+    );
+}
