@@ -1,12 +1,14 @@
 //! The Completion Claim v0.1 document (seed 000) as Rust types, and its strict reader.
 //!
-//! Reading is two passes: [`crate::json::parse`] refuses malformed text and duplicate
-//! keys and remembers positions; then serde fills the types below, with the JSON path
-//! of any error tracked by `serde_path_to_error` and unknown fields collected by
-//! `serde_ignored` (kept in [`ClaimDocument::raw`], reported as warnings). Checks that
-//! need the whole document (duplicate mutation ids, `covers` naming no mutation) run last.
+//! Reading is two passes: [`crate::json::check`] refuses malformed text and duplicate
+//! keys, remembers positions and keeps the document as compact text (no `Value` of
+//! it is built: a large claim is held once); then serde fills the types below from
+//! that text, with the JSON path of any error tracked by `serde_path_to_error` and
+//! unknown fields collected by `serde_ignored` (kept in [`ClaimDocument::raw`],
+//! reported as warnings). Checks that need the whole document (duplicate mutation
+//! ids, `covers` naming no mutation) run last.
 
-use crate::json::{self, Spans};
+use crate::json::{self, JsonText, Spans};
 use crate::timestamp::Timestamp;
 use crate::{Error, Warning};
 use schemars::JsonSchema;
@@ -287,14 +289,14 @@ pub enum OnUnverified {
     Record,
 }
 
-/// A claim as read: the typed view, the document exactly as given (unknown fields
-/// kept), positions for error messages, and warnings.
+/// A claim as read: the typed view, the document as given (unknown fields kept, as
+/// compact text), positions for error messages, and warnings.
 #[derive(Debug, Clone)]
 pub struct ClaimDocument {
     /// The name it was read under (its path, or `-`), for warnings about it.
     pub file: String,
     pub claim: Claim,
-    pub raw: Value,
+    pub raw: JsonText,
     pub spans: Spans,
     pub warnings: Vec<Warning>,
 }
@@ -302,29 +304,35 @@ pub struct ClaimDocument {
 impl Claim {
     /// Reads a claim strictly. `file` names the source in error messages (`-` for stdin).
     pub fn parse(bytes: &[u8], file: &str) -> Result<ClaimDocument, Error> {
-        let parsed = json::parse(bytes).map_err(|e| Error::syntax(file, e))?;
-        Self::from_parsed(parsed, file)
+        let checked = json::check(bytes).map_err(|e| Error::syntax(file, e))?;
+        Self::from_checked(checked, file)
     }
 
-    /// Types an already strictly-parsed document (used for documents embedded in others).
-    pub fn from_parsed(parsed: json::Parsed, file: &str) -> Result<ClaimDocument, Error> {
-        let json::Parsed { value, spans } = parsed;
-        if !value.is_object() {
+    /// Types a document that passed the strict reader.
+    pub fn from_checked(checked: json::Checked, file: &str) -> Result<ClaimDocument, Error> {
+        let json::Checked { text, spans, depth } = checked;
+        if !text.is_object() {
             return Err(Error::at(
                 file,
                 &spans,
                 String::new(),
                 format!(
                     "a claim must be a JSON object, not {}",
-                    json_type_name(&value)
+                    json::type_name_of(text.as_str())
                 ),
             ));
         }
-        let (claim, warnings): (Claim, _) = crate::typed(&value, &spans, file)?;
+        // serde_json's reader stops at 127 levels; the strict reader allows more, and
+        // such a (rare) document is typed from its value instead.
+        let (claim, warnings): (Claim, _) = if depth < 120 {
+            crate::typed_text(text.as_str(), &spans, file)?
+        } else {
+            crate::typed(&text.to_value(), &spans, file)?
+        };
         let doc = ClaimDocument {
             file: file.to_string(),
             claim,
-            raw: value,
+            raw: text,
             spans,
             warnings,
         };

@@ -213,6 +213,44 @@ pub struct SyntaxError {
 
 /// Parses `bytes` as one strict JSON document.
 pub fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
+    let (value, spans, _) = read(bytes, true, true)?;
+    Ok(Parsed { value, spans })
+}
+
+/// A document that passed the strict reader, kept as its compact text (see
+/// [`JsonText`]) with the positions of its values: what a large claim is held as.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub text: JsonText,
+    pub spans: Spans,
+    /// The deepest nesting of arrays and objects (the root object is 1).
+    pub depth: usize,
+}
+
+/// Reads `bytes` as [`parse`] does, with the same errors, without building a value:
+/// the document is kept as text, about a sixth of what its `Value` would take.
+pub fn check(bytes: &[u8]) -> Result<Checked, SyntaxError> {
+    let mut depth = 0;
+    let (_, spans, text) = read_with(bytes, false, true, &mut depth)?;
+    Ok(Checked {
+        text: JsonText(compact(text)),
+        spans,
+        depth,
+    })
+}
+
+fn read(bytes: &[u8], build: bool, spans: bool) -> Result<(Value, Spans, &str), SyntaxError> {
+    read_with(bytes, build, spans, &mut 0)
+}
+
+/// The reader under [`parse`] and [`check`]: `build` makes the value (else `Null`),
+/// `spans` records positions; `max_depth` gets the deepest nesting seen.
+fn read_with<'a>(
+    bytes: &'a [u8],
+    build: bool,
+    spans: bool,
+    max_depth: &mut usize,
+) -> Result<(Value, Spans, &'a str), SyntaxError> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
@@ -234,6 +272,9 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
         line: 1,
         line_start: 0,
         path: String::new(),
+        build,
+        spans,
+        max_depth: 0,
         positions: Vec::new(),
         members: Vec::new(),
         items: Vec::new(),
@@ -247,13 +288,35 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
     if p.i != p.bytes.len() {
         return Err(p.error_here("unexpected text after the JSON document"));
     }
+    *max_depth = p.max_depth;
     let mut entries = p.positions;
     entries.sort_unstable_by_key(|e| e.0);
     entries.shrink_to_fit();
-    Ok(Parsed {
-        value,
-        spans: Spans { entries },
-    })
+    Ok((value, Spans { entries }, text))
+}
+
+/// `text` (strict JSON) without the whitespace between its tokens.
+fn compact(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            b'"' => {
+                let end = string_end(b, i);
+                out.extend_from_slice(&b[i..end]);
+                i = end;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out.shrink_to_fit();
+    // Only ASCII whitespace was removed, so the text is still UTF-8.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Position of `offset` by scanning (only for errors outside the parser).
@@ -281,6 +344,11 @@ struct Parser<'a> {
     /// The JSON path of the value being read, for error messages (extended and cut
     /// back as the parser descends and returns).
     path: String,
+    /// Build the value (else only check it), and record positions.
+    build: bool,
+    spans: bool,
+    /// The deepest nesting of arrays and objects seen.
+    max_depth: usize,
     /// `(path hash, line, column)` of every value, sorted when parsing ends.
     positions: Vec<(u64, u32, u32)>,
     /// Members of the objects and items of the arrays being read, innermost last: an
@@ -326,12 +394,27 @@ impl Parser<'_> {
         if depth > MAX_DEPTH {
             return Err(self.error_here(format!("nesting is deeper than {MAX_DEPTH} levels")));
         }
-        let pos = self.pos();
-        self.positions.push((h, clamp(pos.line), clamp(pos.col)));
+        if self.spans {
+            let pos = self.pos();
+            self.positions.push((h, clamp(pos.line), clamp(pos.col)));
+        }
         match self.peek() {
-            Some(b'{') => self.object(h, depth),
-            Some(b'[') => self.array(h, depth),
-            Some(b'"') => Ok(Value::String(self.string()?)),
+            Some(b'{' | b'[') => {
+                self.max_depth = self.max_depth.max(depth + 1);
+                if self.peek() == Some(b'{') {
+                    self.object(h, depth)
+                } else {
+                    self.array(h, depth)
+                }
+            }
+            Some(b'"') => {
+                let s = self.string()?;
+                Ok(if self.build {
+                    Value::String(s)
+                } else {
+                    Value::Null
+                })
+            }
             Some(b't') => self.literal("true", Value::Bool(true)),
             Some(b'f') => self.literal("false", Value::Bool(false)),
             Some(b'n') => self.literal("null", Value::Null),
@@ -398,6 +481,11 @@ impl Parser<'_> {
                 Some(b',') => self.i += 1,
                 Some(b'}') => {
                     self.i += 1;
+                    if !self.build {
+                        // The keys were kept only to find duplicates.
+                        self.members.truncate(base);
+                        return Ok(Value::Null);
+                    }
                     let mut map = Map::with_capacity(self.members.len() - base);
                     map.extend(self.members.drain(base..));
                     return Ok(Value::Object(map));
@@ -416,9 +504,9 @@ impl Parser<'_> {
             return Ok(Value::Array(Vec::new()));
         }
         let base = self.items.len();
+        let mut index = 0;
         loop {
             self.skip_ws();
-            let index = self.items.len() - base;
             let len = self.path.len();
             {
                 use std::fmt::Write as _;
@@ -426,7 +514,10 @@ impl Parser<'_> {
             }
             let v = self.value(PathHash::index(h, index), depth + 1)?;
             self.path.truncate(len);
-            self.items.push(v);
+            if self.build {
+                self.items.push(v);
+            }
+            index += 1;
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.i += 1,
@@ -485,6 +576,7 @@ impl Parser<'_> {
         self.i = i;
         let text = &self.text[start..i];
         match Number::from_str(text) {
+            Ok(_) if !self.build => Ok(Value::Null),
             Ok(n) => Ok(Value::Number(n)),
             Err(_) => {
                 self.i = start;
@@ -566,6 +658,315 @@ impl Parser<'_> {
             .ok_or_else(|| self.error_here("expected four hex digits after \\u"))?;
         self.i += 4;
         u32::from_str_radix(s, 16).map_err(|_| self.error_here("expected four hex digits"))
+    }
+}
+
+/// Where the string literal starting at `b[i]` (its opening quote) ends.
+fn string_end(b: &[u8], i: usize) -> usize {
+    let mut j = i + 1;
+    while j < b.len() {
+        match b[j] {
+            b'\\' => j += 2,
+            b'"' => return j + 1,
+            _ => j += 1,
+        }
+    }
+    b.len()
+}
+
+/// Where the value starting at `b[i]` of compact, strict JSON text ends.
+fn value_end(b: &[u8], mut i: usize) -> usize {
+    match b.get(i) {
+        Some(b'"') => string_end(b, i),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            while i < b.len() {
+                match b[i] {
+                    b'"' => {
+                        i = string_end(b, i);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return i + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            b.len()
+        }
+        _ => {
+            while i < b.len() && !matches!(b[i], b',' | b'}' | b']') {
+                i += 1;
+            }
+            i
+        }
+    }
+}
+
+/// The items of a compact JSON array's text (nothing for any other text).
+pub fn elements(array: &str) -> impl Iterator<Item = &str> {
+    let b = array.as_bytes();
+    let mut i = if b.first() == Some(&b'[') && b.get(1) != Some(&b']') {
+        1
+    } else {
+        b.len()
+    };
+    std::iter::from_fn(move || {
+        if i >= b.len() {
+            return None;
+        }
+        let end = value_end(b, i);
+        let item = array.get(i..end)?;
+        i = if b.get(end) == Some(&b',') {
+            end + 1
+        } else {
+            b.len()
+        };
+        Some(item)
+    })
+}
+
+/// The members of a compact JSON object's text (nothing for any other text): each
+/// key's literal (quoted, as written) and the range of the member in `object` (from
+/// the key's quote to the value's end), and the value's text.
+fn member_spans(object: &str) -> impl Iterator<Item = (&str, std::ops::Range<usize>, &str)> {
+    let b = object.as_bytes();
+    let mut i = if b.first() == Some(&b'{') && b.get(1) != Some(&b'}') {
+        1
+    } else {
+        b.len()
+    };
+    std::iter::from_fn(move || {
+        if i >= b.len() || b[i] != b'"' {
+            return None;
+        }
+        let key_end = string_end(b, i);
+        let end = value_end(b, key_end + 1);
+        let out = (
+            object.get(i..key_end)?,
+            i..end,
+            object.get(key_end + 1..end)?,
+        );
+        i = if b.get(end) == Some(&b',') {
+            end + 1
+        } else {
+            b.len()
+        };
+        Some(out)
+    })
+}
+
+/// The members of a compact JSON object's text: each key (unescaped) and its value's
+/// text, in document order.
+pub fn members(object: &str) -> impl Iterator<Item = (std::borrow::Cow<'_, str>, &str)> {
+    member_spans(object).map(|(key, _, value)| (unquote(key), value))
+}
+
+/// A key's literal as the string it stands for.
+fn unquote(literal: &str) -> std::borrow::Cow<'_, str> {
+    let inner = literal
+        .get(1..literal.len().saturating_sub(1))
+        .unwrap_or_default();
+    if inner.contains('\\') {
+        std::borrow::Cow::Owned(serde_json::from_str(literal).unwrap_or_default())
+    } else {
+        std::borrow::Cow::Borrowed(inner)
+    }
+}
+
+/// `an object`, `an array`, `a string`, … of strict JSON text, for messages (as
+/// [`crate::claim::json_type_name`] names a value).
+pub fn type_name_of(text: &str) -> &'static str {
+    match text.trim_start().as_bytes().first() {
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
+}
+
+/// The value of a piece of compact strict JSON text (an item, a member).
+pub fn value_of(text: &str) -> Value {
+    read(text.as_bytes(), true, false).map_or(Value::Null, |(v, ..)| v)
+}
+
+/// A JSON document kept as compact text (no whitespace between tokens; strings and
+/// numbers as written), made by [`check`] or from a value.
+///
+/// A claim of 100,000 evidence items is about 40 MB of text but six times that as a
+/// `serde_json::Value` (an object member costs about 110 bytes before its key and
+/// value), so the document a decision carries is kept as text: its top-level members
+/// are read, replaced and appended to in place, and it is written out (as JSON with
+/// [`serde::Serialize`], or canonically by the ledger) piece by piece, parsing only
+/// small parts into values ([`SPLIT`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonText(String);
+
+/// Parts of a [`JsonText`] larger than this are written out container by container;
+/// smaller ones are parsed into a `Value` and written whole.
+pub const SPLIT: usize = 64 * 1024;
+
+impl JsonText {
+    /// The text of `value`.
+    pub fn from_value(value: &Value) -> JsonText {
+        JsonText(serde_json::to_string(value).unwrap_or_else(|_| "null".into()))
+    }
+
+    /// The compact text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The whole document as a value (six times the text's size: for small documents
+    /// and the few callers that must edit deep inside).
+    pub fn to_value(&self) -> Value {
+        value_of(&self.0)
+    }
+
+    /// Is the document an object?
+    pub fn is_object(&self) -> bool {
+        self.0.starts_with('{')
+    }
+
+    /// The text of the top-level member `key`.
+    pub fn member(&self, key: &str) -> Option<&str> {
+        self.find(key).map(|(_, v)| v)
+    }
+
+    /// The top-level member `key`, as a value.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.member(key).map(value_of)
+    }
+
+    /// The items of the top-level array `key` (nothing when it is absent or not an array).
+    pub fn items(&self, key: &str) -> impl Iterator<Item = &str> {
+        elements(self.member(key).unwrap_or_default())
+    }
+
+    fn find(&self, key: &str) -> Option<(std::ops::Range<usize>, &str)> {
+        member_spans(&self.0)
+            .find(|(k, ..)| unquote(k) == key)
+            .map(|(_, range, value)| (range, value))
+    }
+
+    /// Replaces the top-level member `key` (in place), or appends it. Nothing for a
+    /// document that is not an object.
+    pub fn set(&mut self, key: &str, value: &Value) {
+        let text = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
+        match self.find(key) {
+            Some((range, old)) => {
+                let start = range.end - old.len();
+                self.0.replace_range(start..range.end, &text);
+            }
+            None if self.is_object() => {
+                let at = self.0.len() - 1;
+                let sep = if self.0.len() > 2 { "," } else { "" };
+                let key = serde_json::to_string(key).unwrap_or_default();
+                self.0.insert_str(at, &format!("{sep}{key}:{text}"));
+            }
+            None => {}
+        }
+    }
+
+    /// Removes the top-level member `key`, if present.
+    pub fn remove(&mut self, key: &str) {
+        if let Some((range, _)) = self.find(key) {
+            let b = self.0.as_bytes();
+            let cut = if b.get(range.end) == Some(&b',') {
+                range.start..range.end + 1
+            } else if b.get(range.start - 1) == Some(&b',') {
+                range.start - 1..range.end
+            } else {
+                range
+            };
+            self.0.replace_range(cut, "");
+        }
+    }
+
+    /// Appends `items` to the top-level array `key` (in place), creating it when
+    /// absent. Nothing when `key` holds something other than an array.
+    pub fn push_items<'v>(&mut self, key: &str, items: impl IntoIterator<Item = &'v Value>) {
+        let mut text = String::new();
+        for item in items {
+            text.push(',');
+            text.push_str(&serde_json::to_string(item).unwrap_or_else(|_| "null".into()));
+        }
+        if text.is_empty() {
+            return;
+        }
+        match self.find(key) {
+            Some((range, old)) if old.starts_with('[') => {
+                let at = range.end - 1;
+                let from = if old == "[]" { 1 } else { 0 };
+                self.0.insert_str(at, &text[from..]);
+            }
+            Some(_) => {}
+            None => self.set(key, &value_of(&format!("[{}]", &text[1..]))),
+        }
+    }
+}
+
+impl std::fmt::Display for JsonText {
+    /// The compact text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Default for JsonText {
+    /// `null`.
+    fn default() -> JsonText {
+        JsonText("null".into())
+    }
+}
+
+impl From<Value> for JsonText {
+    fn from(v: Value) -> JsonText {
+        JsonText::from_value(&v)
+    }
+}
+
+impl serde::Serialize for JsonText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Piece(&self.0).serialize(s)
+    }
+}
+
+/// A part of a [`JsonText`], written as its value would be, without building the
+/// value of anything larger than [`SPLIT`].
+pub struct Piece<'a>(pub &'a str);
+
+impl serde::Serialize for Piece<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        let text = self.0;
+        if text.len() <= SPLIT {
+            return value_of(text).serialize(s);
+        }
+        match text.as_bytes().first() {
+            Some(b'{') => {
+                let mut map = s.serialize_map(None)?;
+                for (k, v) in members(text) {
+                    map.serialize_entry(&k, &Piece(v))?;
+                }
+                map.end()
+            }
+            Some(b'[') => {
+                let mut seq = s.serialize_seq(None)?;
+                for item in elements(text) {
+                    seq.serialize_element(&Piece(item))?;
+                }
+                seq.end()
+            }
+            _ => value_of(text).serialize(s),
+        }
     }
 }
 
@@ -671,6 +1072,85 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn check_reads_as_parse_does() {
+        let docs: [&[u8]; 6] = [
+            b"{\n  \"a\": [1, {\"b\": \"x\\u0041\\n\"}],\n  \"c\": -0.50e3 }",
+            "\u{feff}[true, false, null, \"\u{e9} \\\" ,:{}[]\"]".as_bytes(),
+            b"{\"k\": {}, \"l\": [], \"m\": [[], {}]}",
+            b"{\"x\": {\"y\": {\"k\": 1, \"k\": 2}}}",
+            b"[1, 2,]",
+            b"\"unterminated",
+        ];
+        for d in docs {
+            match (check(d), parse(d)) {
+                (Ok(c), Ok(p)) => {
+                    assert_eq!(c.text.to_value(), p.value);
+                    assert!(!c.text.as_str().contains(['\n', ' ']) || c.text.as_str().contains('\u{e9}'));
+                    assert_eq!(c.spans.get("a[1].b"), p.spans.get("a[1].b"));
+                    assert_eq!(c.spans.get("c"), p.spans.get("c"));
+                }
+                (Err(c), Err(p)) => assert_eq!(c, p),
+                (c, p) => panic!("check {c:?} but parse {p:?}"),
+            }
+        }
+        assert_eq!(check(b"[[1]]").unwrap().depth, 2);
+        assert_eq!(check(b"{\"a\": {\"b\": [3]}}").unwrap().depth, 3);
+    }
+
+    #[test]
+    fn text_edits_are_value_edits() {
+        let original = serde_json::json!({"a": 1, "evidence": [{"x": "y,}"}], "b\\": "]", "c": {}});
+        let cases: Vec<(Box<dyn Fn(&mut JsonText)>, Box<dyn Fn(&mut Map<String, Value>)>)> = vec![
+            (Box::new(|t| t.set("a", &serde_json::json!([2]))), Box::new(|m| { m.insert("a".into(), serde_json::json!([2])); })),
+            (Box::new(|t| t.set("new", &Value::Null)), Box::new(|m| { m.insert("new".into(), Value::Null); })),
+            (Box::new(|t| t.remove("a")), Box::new(|m| { m.shift_remove("a"); })),
+            (Box::new(|t| t.remove("evidence")), Box::new(|m| { m.shift_remove("evidence"); })),
+            (Box::new(|t| t.remove("c")), Box::new(|m| { m.shift_remove("c"); })),
+            (Box::new(|t| t.remove("b\\")), Box::new(|m| { m.shift_remove("b\\"); })),
+            (Box::new(|t| t.remove("absent")), Box::new(|_| {})),
+            (
+                Box::new(|t| t.push_items("evidence", &[serde_json::json!(1), serde_json::json!({"z": []})])),
+                Box::new(|m| { if let Some(Value::Array(a)) = m.get_mut("evidence") { a.push(serde_json::json!(1)); a.push(serde_json::json!({"z": []})); } }),
+            ),
+            (Box::new(|t| t.push_items("fresh", &[serde_json::json!(3)])), Box::new(|m| { m.insert("fresh".into(), serde_json::json!([3])); })),
+            (Box::new(|t| t.push_items("a", &[serde_json::json!(3)])), Box::new(|_| {})),
+        ];
+        for (i, (edit_text, edit_value)) in cases.iter().enumerate() {
+            let mut t = JsonText::from_value(&original);
+            edit_text(&mut t);
+            let mut v = original.clone();
+            edit_value(v.as_object_mut().unwrap());
+            assert_eq!(t.to_value(), v, "case {i}: {t}");
+            assert_eq!(parse(t.as_str().as_bytes()).unwrap().value, v, "case {i}");
+        }
+        let mut only = JsonText::from_value(&serde_json::json!({"k": 1}));
+        only.remove("k");
+        assert_eq!(only.as_str(), "{}");
+        only.push_items("e", &[Value::Bool(true)]);
+        only.push_items("e", &[Value::Null]);
+        assert_eq!(only.as_str(), "{\"e\":[true,null]}");
+        assert_eq!(only.get("e"), Some(serde_json::json!([true, null])));
+        assert_eq!(only.items("e").collect::<Vec<_>>(), ["true", "null"]);
+    }
+
+    #[test]
+    fn a_large_text_is_written_as_its_value() {
+        let items: Vec<Value> = (0..2000)
+            .map(|i| serde_json::json!({"i": i, "s": format!("\"{i}\u{e9}\\"), "n": [1.5, {"d": {}}, []]}))
+            .collect();
+        let v = serde_json::json!({"evidence": items, "verdict": null, "big": {"inner": items.clone(), "x": "y"}, "e": {}});
+        let text = check(serde_json::to_string_pretty(&v).unwrap().as_bytes()).unwrap().text;
+        assert!(text.as_str().len() > 2 * SPLIT);
+        assert_eq!(
+            serde_json::to_string_pretty(&text).unwrap(),
+            serde_json::to_string_pretty(&v).unwrap()
+        );
+        assert_eq!(serde_json::to_string(&text).unwrap(), serde_json::to_string(&v).unwrap());
+        assert_eq!(text.items("evidence").count(), 2000);
+        assert_eq!(members(text.as_str()).map(|(k, _)| k.into_owned()).collect::<Vec<_>>(), ["evidence", "verdict", "big", "e"]);
     }
 
     #[test]

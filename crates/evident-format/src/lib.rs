@@ -17,7 +17,7 @@ pub use claim::{
     CheckType, Claim, ClaimDocument, Evidence, GateRun, MaxAge, Mutation, OnUnverified, Policy,
     RequiredCheck, Task, Verifier, VerifierKind, Wave,
 };
-pub use json::{Pos, Spans};
+pub use json::{JsonText, Pos, Spans};
 pub use timestamp::Timestamp;
 
 use serde::de::DeserializeOwned;
@@ -108,9 +108,41 @@ pub fn typed<T: DeserializeOwned>(
     spans: &Spans,
     file: &str,
 ) -> Result<(T, Vec<Warning>), Error> {
+    typed_with(value, spans, file, |m| m)
+}
+
+/// [`typed`] straight from strict compact text (see [`json::check`]), building no
+/// `Value` of the document. Nesting deeper than serde_json's reader allows (127
+/// levels) must go through [`typed`].
+pub fn typed_text<T: DeserializeOwned>(
+    text: &str,
+    spans: &Spans,
+    file: &str,
+) -> Result<(T, Vec<Warning>), Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    // Positions come from `spans`, by path: drop the reader's own, which count
+    // within the compact text, so a message reads as it does from a value.
+    typed_with(&mut de, spans, file, |m| match m.rfind(" at line ") {
+        Some(i)
+            if m[i + 9..]
+                .split(" column ")
+                .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            m[..i].to_string()
+        }
+        _ => m,
+    })
+}
+
+fn typed_with<'de, T: serde::Deserialize<'de>, D: serde::Deserializer<'de>>(
+    de: D,
+    spans: &Spans,
+    file: &str,
+    message_of: impl Fn(String) -> String,
+) -> Result<(T, Vec<Warning>), Error> {
     let mut ignored = Vec::new();
     let mut on_ignored = |p: serde_ignored::Path<'_>| ignored.push(ignored_path(&p));
-    let de = serde_ignored::Deserializer::new(value, &mut on_ignored);
+    let de = serde_ignored::Deserializer::new(de, &mut on_ignored);
     let result: Result<T, _> = serde_path_to_error::deserialize(de);
     match result {
         Ok(t) => {
@@ -127,7 +159,7 @@ pub fn typed<T: DeserializeOwned>(
         }
         Err(e) => {
             let mut path = error_path(e.path());
-            let mut message = e.inner().to_string();
+            let mut message = message_of(e.inner().to_string());
             // "missing field `kind`" is about a field that is not there: name it.
             if let Some(field) = message
                 .strip_prefix("missing field `")

@@ -6,8 +6,8 @@
 
 use crate::contract::{Applies, Check, Contract};
 use evident_format::{
-    CheckType, Claim, ClaimDocument, Evidence, OnUnverified, Timestamp, Verifier, VerifierKind,
-    Wave,
+    CheckType, Claim, ClaimDocument, Evidence, JsonText, OnUnverified, Timestamp, Verifier,
+    VerifierKind, Wave,
 };
 use evident_probes::{Context, Observation, Source};
 use evident_rules::{Options, Verdict, decide};
@@ -88,7 +88,7 @@ pub struct Planned {
 pub struct Outcome {
     /// The claim document as given, with the gate's evidence appended, the contract's
     /// policy in place of the claim's, and `required_checks` set.
-    pub document: Value,
+    pub document: JsonText,
     pub claim: ClaimDocument,
     pub verdict: Verdict,
     pub runs: Vec<CheckRun>,
@@ -343,7 +343,9 @@ pub async fn run_with_before(
     }
 
     let own = claim.claim.evidence.len();
-    let mut document = claim.raw.clone();
+    // The gate edits deep inside the document (its items, scrubbed), so it works on
+    // the value and keeps text again once done.
+    let mut document = claim.raw.to_value();
     let mut typed: Claim = claim.claim.clone();
     let mut runs = Vec::new();
     let verifier = settings.verifier_id.clone();
@@ -556,11 +558,11 @@ pub async fn run_with_before(
     );
     // A signed item of the agent's is recorded, and the finding says why it did not
     // count (it is not unauthenticated: the gate simply never takes it).
-    let raw_items = claim.raw.get("evidence").and_then(Value::as_array);
+    let raw_items: Vec<&str> = claim.raw.items("evidence").collect();
     for f in verdict.findings.iter_mut().filter(|f| f.evidence < own) {
         let signed = raw_items
-            .and_then(|a| a.get(f.evidence))
-            .is_some_and(authenticate);
+            .get(f.evidence)
+            .is_some_and(|t| authenticate(&evident_format::json::value_of(t)));
         if signed && f.code == evident_rules::Code::UnauthenticatedIndependence {
             f.code = evident_rules::Code::OutsideContract;
             f.detail = "the agent's own signed evidence: a check the gate runs is decided by this run's observation alone (only a signed_by check accepts a signer's item)".into();
@@ -582,7 +584,7 @@ pub async fn run_with_before(
     // What is shown and recorded is scrubbed too: an agent may have pasted a secret of
     // the contract (a connection string, a token) into its own claim.
     scrub_outputs(&scrub, &mut typed, &mut verdict, &mut warnings);
-    let document = scrub.scrub_value(document);
+    let document = JsonText::from_value(&scrub.scrub_value(document));
     let claim = ClaimDocument {
         file: claim.file,
         claim: typed,
@@ -723,7 +725,7 @@ fn delegated_item<'a>(
             "delegated to {signer:?}: the root's git repository has no HEAD commit"
         ));
     };
-    let raw = claim.raw.get("evidence").and_then(Value::as_array);
+    let raw: Vec<&str> = claim.raw.items("evidence").collect();
     let mut by_signer = 0;
     let mut best: Option<(usize, &Evidence)> = None;
     for (i, e) in claim.claim.evidence.iter().enumerate() {
@@ -737,10 +739,11 @@ fn delegated_item<'a>(
             continue;
         }
         by_signer += 1;
-        let item = raw.and_then(|a| a.get(i));
-        let signed = item.is_some_and(authenticate);
+        let item = raw.get(i).map(|t| evident_format::json::value_of(t));
+        let signed = item.as_ref().is_some_and(authenticate);
         let bound = e.bound_to.as_deref() == Some(binding);
         let same_commit = item
+            .as_ref()
             .and_then(|x| x.get("commit"))
             .and_then(Value::as_str)
             .is_some_and(|c| c == commit);

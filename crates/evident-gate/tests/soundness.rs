@@ -344,7 +344,7 @@ async fn a_signed_item_from_an_earlier_run_cannot_stand_in_for_the_fresh_probe()
     let first = gate(ZIP_4472, &c, dir.path()).await;
     assert_state(&first, State::Verified);
     // The agent keeps the gate's (signed) item and corrupts the database.
-    let earlier = first.document["evidence"][0].clone();
+    let earlier = first.document.to_value()["evidence"][0].clone();
     std::fs::write(dir.path().join("billing.db"), b"not a database at all").unwrap();
     let mut replay = c.clone();
     replay["evidence"] = json!([earlier]);
@@ -371,7 +371,7 @@ async fn the_fresh_probe_of_a_healthy_database_verifies() {
     let c = claim(&[("m1", "state_write", "accounts/4472")], json!([]));
     let first = gate(ZIP_4472, &c, dir.path()).await;
     let mut replay = c.clone();
-    replay["evidence"] = json!([first.document["evidence"][0].clone()]);
+    replay["evidence"] = json!([first.document.to_value()["evidence"][0].clone()]);
     let o = gate_with(ZIP_4472, &replay, dir.path(), true).await;
     assert_state(&o, State::Verified);
 }

@@ -53,7 +53,7 @@ fn entry(i: usize) -> NewEntry {
                   "covers": ["m1"], "verifier": { "id": "ci/github-actions", "kind": "self_attested" } }
             ],
             "policy": { "id": "billing-write", "requires": ["state_readback", "test_run"], "max_age_s": 300 }
-        }),
+        }).into(),
         contract: Some(json!({
             "policy": { "id": "billing-write", "requires": ["state_readback", "test_run"], "max_age_s": 300, "on_unverified": "block" },
             "check": [

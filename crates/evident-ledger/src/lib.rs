@@ -17,7 +17,7 @@
 //!     kind: "verify".into(),
 //!     task_id: Some("deploy-4471".into()),
 //!     state: "verified".into(),
-//!     claim: serde_json::json!({"spec_version": "0.1"}),
+//!     claim: serde_json::json!({"spec_version": "0.1"}).into(),
 //!     contract: None,
 //!     verdict: serde_json::json!({"state": "verified"}),
 //!     origin: None,
@@ -44,7 +44,7 @@ use tokio::sync::Mutex;
 
 pub use appender::Appender;
 pub use attest::{Checkpoint, CheckpointError, Expectations, RecordSignature};
-pub use canon::{CanonError, canonical_json, canonical_json_rfc8785};
+pub use canon::{CanonError, canonical_json, canonical_json_rfc8785, canonical_redacted};
 pub use record::{Break, GENESIS, NewEntry, Record, Summary, VerifyOptions, format_time};
 pub use redact::{redact_dsn, redact_in_place, redact_value};
 pub use sign::{

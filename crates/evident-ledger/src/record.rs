@@ -14,7 +14,8 @@ use time::OffsetDateTime;
 use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 
-use crate::canon::canonical_json;
+use crate::canon::{canonical_json, canonical_redacted};
+use evident_format::JsonText;
 use crate::redact::{redact_in_place, redact_text};
 use crate::sign::{Key, TrustList};
 
@@ -36,8 +37,9 @@ pub struct NewEntry {
     pub task_id: Option<String>,
     /// The verdict state: `verified`, `unverified`, `refuted`, ….
     pub state: String,
-    /// The claim document as given (secrets are removed before it is stored).
-    pub claim: Value,
+    /// The claim document as given, as compact text (secrets are removed before it is
+    /// stored); `json!({..}).into()` makes one from a value.
+    pub claim: JsonText,
     /// The contract, when one was used (secrets removed before storing).
     pub contract: Option<Value>,
     /// The verdict as decided.
@@ -63,7 +65,9 @@ pub struct Record {
     pub claim_digest: String,
     /// `sha256:<hex>` of the stored contract's canonical JSON.
     pub contract_digest: Option<String>,
-    /// The claim with secrets removed.
+    /// The claim with secrets removed. `Null` in the record an append returns: the
+    /// claim is in the stored body (read the record back for it), and a large claim is
+    /// not held a second time as a value.
     pub claim: Value,
     /// The contract with secrets removed.
     pub contract: Option<Value>,
@@ -239,7 +243,6 @@ pub(crate) struct Prepared {
     kind: String,
     task_id: Option<String>,
     state: String,
-    claim: Value,
     contract: Option<Value>,
     verdict: Value,
     origin: Option<Value>,
@@ -261,12 +264,11 @@ impl Prepared {
             kind,
             task_id,
             state,
-            mut claim,
+            claim,
             mut contract,
             mut verdict,
             mut origin,
         } = entry;
-        redact_in_place(&mut claim);
         if let Some(c) = &mut contract {
             redact_in_place(c);
         }
@@ -278,7 +280,9 @@ impl Prepared {
         const PREFIX: &str = "{\"claim\":";
         let contract_text = contract.as_ref().map(canonical_json);
         let verdict_text = canonical_json(&verdict);
-        let mut claim_text = canonical_json(&claim);
+        // Redacted and made canonical piece by piece, never as one value.
+        let mut claim_text = canonical_redacted(&claim);
+        drop(claim);
         let claim_digest = digest(&claim_text);
         // Room for everything the body adds (a large block grows in place).
         claim_text.reserve(
@@ -294,7 +298,6 @@ impl Prepared {
             state: redact_text(&state),
             claim_digest,
             contract_digest: contract_text.as_deref().map(digest),
-            claim,
             contract,
             verdict,
             origin,
@@ -322,7 +325,6 @@ impl Prepared {
             kind,
             task_id,
             state,
-            claim,
             contract,
             verdict,
             origin,
@@ -357,7 +359,7 @@ impl Prepared {
             state,
             claim_digest,
             contract_digest,
-            claim,
+            claim: Value::Null,
             contract,
             verdict,
             origin,
@@ -727,7 +729,7 @@ mod tests {
             kind: "verify".into(),
             task_id: Some(format!("t{n}")),
             state: "verified".into(),
-            claim: json!({"task": {"id": format!("t{n}")}, "password": "pw"}),
+            claim: json!({"task": {"id": format!("t{n}")}, "password": "pw"}).into(),
             contract: None,
             verdict: json!({"state": "verified"}),
             origin: None,
@@ -858,13 +860,36 @@ mod tests {
             e.origin = origin;
             e.task_id = None;
             e.kind = "gate \"quoted\"".into();
+            let claim = crate::redact_value(&e.claim.to_value());
             let p = Prepared::new(e);
-            let (rec, body, sig) = p.chain(Some((41, "ab")), OffsetDateTime::now_utc(), None);
+            let (mut rec, body, sig) = p.chain(Some((41, "ab")), OffsetDateTime::now_utc(), None);
             assert_eq!(sig, None);
+            assert_eq!(rec.claim, Value::Null);
+            rec.claim = claim;
             assert_eq!(body, canonical_json(&body_value(&rec)));
             assert_eq!(rec.hash, hash_body(&body));
             assert_eq!(rec.id, 42);
         }
+    }
+
+    #[test]
+    fn a_large_claim_is_redacted_and_canonical_piece_by_piece() {
+        // Larger than SPLIT at the top, in `evidence` and in a secret-named member, so
+        // every branch of the piecewise writer runs; small parts hold secrets too.
+        let items: Vec<Value> = (0..3000)
+            .map(|i| {
+                json!({"z": i, "a": {"api_key": format!("k{i}"), "url": "postgres://u:pw@h/db"},
+                       "\u{e9}": "Bearer abc.def", "n": [1.50, -0, 1e2], "empty_token": ""})
+            })
+            .collect();
+        let big: Vec<Value> = (0..3000).map(|i| json!({"v": i})).collect();
+        let doc = json!({"task": {"id": "t"}, "evidence": items, "session_token": big,
+                         "b": {"inner": big.clone(), "password": big}});
+        let text = JsonText::from_value(&doc);
+        assert!(text.as_str().len() > 4 * evident_format::json::SPLIT);
+        let piecewise = canonical_redacted(&text);
+        assert_eq!(piecewise, canonical_json(&crate::redact_value(&doc)));
+        assert!(!piecewise.contains("k17") && !piecewise.contains(":pw@"));
     }
 
     #[test]

@@ -25,7 +25,7 @@ fn entry(task: &str, state: &str) -> NewEntry {
             "task": { "id": task },
             "mutations": [{ "id": "m1", "kind": "state_write", "target": "accounts/4471", "at": "2026-08-27T18:04:02Z" }],
             "evidence": [],
-        }),
+        }).into(),
         contract: Some(json!({
             "policy": { "id": "billing" },
             "check": [{ "id": "db", "source": { "postgres": { "url": "postgres://app:hunter2secret@db/billing" } } }]

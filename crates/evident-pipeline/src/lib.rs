@@ -16,7 +16,7 @@ pub mod record;
 pub mod render;
 pub mod view;
 
-use evident_format::{ClaimDocument, OnUnverified, Policy, Timestamp, Warning};
+use evident_format::{ClaimDocument, JsonText, OnUnverified, Policy, Timestamp, Warning};
 use evident_gate::{CheckRun, ContractDocument, Planned, Settings};
 use evident_ledger::sign::{Key, TrustList};
 use evident_rules::{Options, State, Verdict, decide};
@@ -88,8 +88,9 @@ pub struct Decision {
     /// Verify or gate.
     pub kind: Kind,
     /// The decided document: the claim as given, with the gate's evidence appended, the
-    /// owner's policy and `required_checks` in place (no `verdict`: see [`render::json`]).
-    pub document: Value,
+    /// owner's policy and `required_checks` in place (no `verdict`: see [`render::json`]),
+    /// as compact text: a large claim is held once, not as a `Value` too.
+    pub document: JsonText,
     /// The same, typed (scrubbed).
     pub claim: ClaimDocument,
     /// The verdict.
@@ -191,10 +192,8 @@ pub fn verify(req: VerifyRequest<'_>) -> Result<Decision, Error> {
     }
     let policy_source = match policy {
         Some((name, p)) => {
-            if let Some(obj) = doc.raw.as_object_mut()
-                && let Ok(v) = serde_json::to_value(&p)
-            {
-                obj.insert("policy".into(), v);
+            if let Ok(v) = serde_json::to_value(&p) {
+                doc.raw.set("policy", &v);
             }
             doc.claim.policy = Some(p);
             PolicySource::File(name)
@@ -209,19 +208,17 @@ pub fn verify(req: VerifyRequest<'_>) -> Result<Decision, Error> {
         None => Options::default(),
         Some(trust) => {
             let binding = doc.claim.binding();
-            let items = doc.raw.get("evidence").and_then(Value::as_array);
+            // One item at a time: the document is never a value as a whole.
             Options {
                 authenticated: Some(
-                    items
-                        .map(|a| {
-                            a.iter()
-                                .map(|item| {
-                                    evident_ledger::sign::authenticate(item, trust).is_ok()
-                                        && evident_gate::run::bound_here(item, &binding)
-                                })
-                                .collect()
+                    doc.raw
+                        .items("evidence")
+                        .map(|text| {
+                            let item = evident_format::json::value_of(text);
+                            evident_ledger::sign::authenticate(&item, trust).is_ok()
+                                && evident_gate::run::bound_here(&item, &binding)
                         })
-                        .unwrap_or_default(),
+                        .collect(),
                 ),
             }
         }

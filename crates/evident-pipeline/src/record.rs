@@ -152,13 +152,10 @@ impl Recording {
     /// through [`evident_ledger::Appender::append_async`]).
     pub fn entry(&self, decision: &Decision) -> Result<evident_ledger::NewEntry, RecordError> {
         let mut claim = decision.document.clone();
-        if let Some(obj) = claim.as_object_mut() {
-            obj.remove("verdict");
-        }
+        claim.remove("verdict");
         let task_id = claim
-            .pointer("/task/id")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+            .get("task")
+            .and_then(|t| t.get("id")?.as_str().map(str::to_string));
         let verdict = serde_json::to_value(&decision.verdict)
             .map_err(|e| RecordError::Ledger(e.to_string()))?;
         Ok(evident_ledger::NewEntry {

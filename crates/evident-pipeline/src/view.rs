@@ -363,7 +363,8 @@ impl DecisionView {
     /// recorded); `origin` is what the surface recorded with it.
     pub fn from_decision(d: &Decision, origin: Option<&Origin>) -> Option<DecisionView> {
         let rec = d.record.as_ref()?;
-        let mut document = evident_ledger::redact_value(&d.document);
+        let mut document = d.document.to_value();
+        evident_ledger::redact_in_place(&mut document);
         if let Some(obj) = document.as_object_mut() {
             obj.remove("verdict");
         }

@@ -500,6 +500,7 @@ fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: 
         .collect();
     view.matrix.task_column = evidence.iter().any(|(_, e)| e.covers.is_empty());
     let mut budget = Budget::default();
+    let raw_items: Vec<&str> = doc.raw.items("evidence").collect();
     for &(i, e) in &evidence {
         let f = finding(i);
         let covers: HashSet<&str> = e.covers.iter().map(String::as_str).collect();
@@ -536,7 +537,7 @@ fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: 
                 .collect(),
             task_cell: view.matrix.task_column.then(|| cell(e.covers.is_empty())),
         });
-        view.checks.push(check(doc, i, e, f, &mut budget));
+        view.checks.push(check(i, raw_items.get(i).copied(), e, f, &mut budget));
     }
 
     // The timeline.
@@ -790,19 +791,18 @@ fn item_label(i: usize, e: &Evidence) -> String {
     s
 }
 
+/// One evidence item's card; `raw` is the item's text in the document.
 fn check(
-    doc: &ClaimDocument,
     i: usize,
+    raw: Option<&str>,
     e: &Evidence,
     f: Option<&evident_rules::Finding>,
     budget: &mut Budget,
 ) -> Check {
-    let held_out = doc
-        .raw
-        .get("evidence")
-        .and_then(|items| items.get(i))
-        .and_then(|item| item.get("held_out"))
-        == Some(&Value::Bool(true));
+    let held_out = raw
+        .map(evident_format::json::value_of)
+        .and_then(|item| item.get("held_out").cloned())
+        == Some(Value::Bool(true));
     let expected = e.expected.as_object();
     let observed = e.observed_value.as_object();
     let health = e.check_type == "endpoint_health";

@@ -12,6 +12,7 @@ pub(crate) use text::decision_warnings;
 pub use text::{render as text, render_plan as plan, shown};
 
 use crate::{Decision, Kind};
+use serde::Serialize;
 use serde_json::Value;
 
 /// Keys of a failed test run's observation that are for people, shown as lines of
@@ -45,30 +46,58 @@ pub(crate) fn split_failure(observed: &Value) -> (Value, Vec<String>) {
 /// The decided document with `verdict` replaced by the recomputed one (plus its
 /// warnings, so a JSON reader sees what a person would) and, for a gate, a `gate`
 /// object: the verifier, the contract, each observation, the plan, and whether the run
-/// was partial.
-pub fn json(d: &Decision) -> Value {
-    let mut out = d.document.clone();
-    let mut v = serde_json::to_value(&d.verdict).unwrap_or(Value::Null);
-    if let Some(obj) = v.as_object_mut() {
-        obj.insert(
-            "warnings".into(),
-            serde_json::to_value(&d.warnings).unwrap_or(Value::Null),
-        );
-    }
-    if let Some(obj) = out.as_object_mut() {
-        obj.insert("verdict".into(), v);
-        if d.kind == Kind::Gate {
+/// was partial. Written as the document is held (text, piece by piece), never copied
+/// into one value: `serde_json::to_string_pretty(&render::json(&d))`.
+pub fn json(d: &Decision) -> Json<'_> {
+    Json(d)
+}
+
+/// What [`json`] writes.
+pub struct Json<'a>(&'a Decision);
+
+impl Serialize for Json<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let d = self.0;
+        let mut verdict = serde_json::to_value(&d.verdict).unwrap_or(Value::Null);
+        if let Some(obj) = verdict.as_object_mut() {
             obj.insert(
-                "gate".into(),
-                serde_json::json!({
-                    "verifier": d.verifier,
-                    "contract": d.contract.as_ref().map(|(name, _)| name),
-                    "checks": d.runs,
-                    "plan": d.plan,
-                    "partial": d.partial_run,
-                }),
+                "warnings".into(),
+                serde_json::to_value(&d.warnings).unwrap_or(Value::Null),
             );
         }
+        let gate = (d.kind == Kind::Gate).then(|| {
+            serde_json::json!({
+                "verifier": d.verifier,
+                "contract": d.contract.as_ref().map(|(name, _)| name),
+                "checks": d.runs,
+                "plan": d.plan,
+                "partial": d.partial_run,
+            })
+        });
+        // As inserting into the document's object would: a member already there keeps
+        // its place, a new one goes at the end (verdict, then gate).
+        let mut map = s.serialize_map(None)?;
+        let (mut wrote_verdict, mut wrote_gate) = (false, false);
+        for (k, v) in evident_format::json::members(d.document.as_str()) {
+            match (&*k, &gate) {
+                ("verdict", _) => {
+                    map.serialize_entry("verdict", &verdict)?;
+                    wrote_verdict = true;
+                }
+                ("gate", Some(g)) => {
+                    map.serialize_entry("gate", g)?;
+                    wrote_gate = true;
+                }
+                _ => map.serialize_entry(&k, &evident_format::json::Piece(v))?,
+            }
+        }
+        if !wrote_verdict {
+            map.serialize_entry("verdict", &verdict)?;
+        }
+        if let (Some(g), false) = (&gate, wrote_gate) {
+            map.serialize_entry("gate", g)?;
+        }
+        map.end()
     }
-    out
 }
