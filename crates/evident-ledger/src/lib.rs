@@ -59,16 +59,12 @@ use store::Conn;
 /// [`Ledger::check_depth`], for a writer that holds only the location.
 pub(crate) fn refuse_too_deep(e: &NewEntry, location: &str) -> Result<()> {
     // The record's body holds each document one level down (`{"claim": …}`).
-    let documents = [
-        Some(&e.claim),
-        e.contract.as_ref(),
-        Some(&e.verdict),
-        e.origin.as_ref(),
-    ];
+    let documents = [e.contract.as_ref(), Some(&e.verdict), e.origin.as_ref()];
     let deepest = documents
         .into_iter()
         .flatten()
         .map(depth::of_value)
+        .chain([depth::of_text(e.claim.as_str())])
         .max()
         .unwrap_or(0);
     if deepest + 1 > depth::MAX_DEPTH {

@@ -1048,7 +1048,7 @@ fn records_nest_as_deep_as_the_readers_read_and_no_deeper() {
     let max = evident_ledger::depth::MAX_DEPTH;
     // The body holds the claim one level down.
     let mut at_limit = entry("deep", "verified");
-    at_limit.claim["x"] = nested(max - 2);
+    at_limit.claim.set("x", &nested(max - 2));
     let r = l.append(at_limit).unwrap();
     let back = l.get(r.id).unwrap();
     assert_eq!(back.claim["x"], nested(max - 2));
@@ -1061,7 +1061,7 @@ fn records_nest_as_deep_as_the_readers_read_and_no_deeper() {
     assert_eq!((v.records, v.broken), (1, None));
 
     let mut too_deep = entry("deeper", "verified");
-    too_deep.claim["x"] = nested(max - 1);
+    too_deep.claim.set("x", &nested(max - 1));
     let e = l.append(too_deep.clone()).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Refused, "{e}");
     assert!(e.message.contains(&max.to_string()), "{e}");

@@ -615,7 +615,11 @@ pub const MAX_CLAIM_DEPTH: usize = 64;
 
 fn parse_claim(bytes: &[u8]) -> Result<evident_format::ClaimDocument, Problem> {
     let doc = Claim::parse(bytes, "request body").map_err(|e| Problem::invalid_document(&e))?;
-    if let Some(path) = too_deep(&doc.raw, MAX_CLAIM_DEPTH) {
+    // The document is held as text: its depth is counted there, and only a document
+    // too deep is made a value, to name the path.
+    if evident_ledger::depth::of_text(doc.raw.as_str()) > MAX_CLAIM_DEPTH
+        && let Some(path) = too_deep(&doc.raw.to_value(), MAX_CLAIM_DEPTH)
+    {
         return Err(Problem::invalid_document(&evident_format::Error {
             file: "request body".into(),
             pos: doc.spans.nearest(&path),
