@@ -1,0 +1,4 @@
+//! The Codex rollout reader on any bytes.
+#![cfg_attr(fuzzing, no_main)]
+
+evident_fuzz::target!(evident_fuzz::codex);
