@@ -1,5 +1,5 @@
-//! `evident eval`'s case JSONL, line by line: the fast reader, the serde reference it
-//! is tested against (they must agree on accepting or refusing it), the evaluation, and the
+//! `evident eval`'s case JSONL, line by line: the fast reader and the serde reference it
+//! is tested against (same evaluation, same validation messages), and the
 //! object-form reader.
 #![cfg_attr(fuzzing, no_main)]
 
