@@ -1,5 +1,5 @@
 //! `evident eval`'s case JSONL, line by line: the fast reader and the serde reference it
-//! is tested against (same evaluation, same validation messages), and the
+//! is tested against (both refuse, or both accept with the same evaluation), and the
 //! object-form reader.
 #![cfg_attr(fuzzing, no_main)]
 
