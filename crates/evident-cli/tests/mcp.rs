@@ -724,3 +724,131 @@ fn sigterm_ends_open_mcp_streams_and_exits() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Sends `calls` (tools/call params) to `evident mcp ARGS` on stdio after the older
+/// handshake; the tools/call results, in order.
+fn stdio_tool_calls(args: &[String], calls: &[Value]) -> Vec<Value> {
+    let mut child = Command::new(bin())
+        .args(args)
+        .env_remove("EVIDENT_LEDGER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "evident-test", "version": "0"}}})
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    for (i, c) in calls.iter().enumerate() {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": c})
+        )
+        .unwrap();
+    }
+    let mut by_id = std::collections::HashMap::new();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    while by_id.len() < calls.len() {
+        let line = lines
+            .next()
+            .expect("the server closed stdout early")
+            .unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if let Some(id) = v["id"].as_u64().filter(|id| *id > 0) {
+            by_id.insert(id, v["result"].clone());
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    (1..=calls.len() as u64)
+        .map(|i| by_id[&i].clone())
+        .collect()
+}
+
+/// The verifier key the example evidence names (`gitreal-gate/0.3`).
+fn evidence_key() -> evident_ledger::sign::Key {
+    evident_ledger::sign::Key::from_seed("gitreal-gate/0.3", [7; 32])
+}
+
+/// A claim whose only evidence is the agent's own item *labelled* independent.
+fn self_labelled_claim() -> Value {
+    let now = time::OffsetDateTime::now_utc();
+    let f = &time::format_description::well_known::Rfc3339;
+    json!({
+        "spec_version": "0.1",
+        "task": { "id": "undone-4471" },
+        "claimed_outcome": "Updated the billing address on account 4471.",
+        "mutations": [{ "id": "m1", "kind": "state_write", "target": "accounts/4471",
+                        "at": (now - time::Duration::seconds(5)).format(f).unwrap() }],
+        "evidence": [{ "check_type": "state_readback", "target": "accounts/4471",
+                       "expected": { "billing_zip": "94107" }, "observed_value": { "billing_zip": "94107" },
+                       "at": (now - time::Duration::seconds(1)).format(f).unwrap(), "covers": ["m1"],
+                       "verifier": { "id": "gitreal-gate/0.3", "kind": "independent" } }],
+        "policy": { "id": "agent", "requires": [] }
+    })
+}
+
+/// red14b: submit_claim without a contract decides the claim from its own evidence
+/// under the owner's --policy. Evidence that only *says* it is independent must not
+/// verify it (POST /v1/verify's rule): without --trust nothing is authenticated. The
+/// honest twin: the same item signed by a key the owner's --trust lists verifies.
+#[test]
+fn submit_claim_without_a_contract_never_takes_the_agents_word_for_independence() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let policy = dir.path().join("policy.json");
+    std::fs::write(
+        &policy,
+        r#"{"id": "owner", "requires": ["state_readback"], "max_age_s": 300}"#,
+    )
+    .unwrap();
+    let mut args = mcp_args(dir.path());
+    args.extend(["--policy".into(), policy.display().to_string()]);
+    let submit = |claim: Value| json!({"name": "submit_claim", "arguments": {"claim": claim}});
+    let mut signed = self_labelled_claim();
+    evident_ledger::sign::attach_signature(&mut signed["evidence"][0], &evidence_key()).unwrap();
+    // No --trust: neither the bare label nor a signature from an unlisted key counts.
+    let out = stdio_tool_calls(
+        &args,
+        &[submit(self_labelled_claim()), submit(signed.clone())],
+    );
+    for r in &out {
+        let sc = &r["structuredContent"];
+        assert_eq!(sc["state"], "unverified", "{r}");
+        assert_eq!(sc["status"], "blocked", "{r}");
+    }
+    // The owner's trust list names the key: the signed item counts, the bare label
+    // still does not.
+    let trust = dir.path().join("trust.json");
+    let k = evidence_key();
+    std::fs::write(
+        &trust,
+        json!({"verifiers": [{"id": k.id(), "public_key": k.public_key_base64()}]}).to_string(),
+    )
+    .unwrap();
+    args.extend(["--trust".into(), trust.display().to_string()]);
+    let out = stdio_tool_calls(&args, &[submit(signed), submit(self_labelled_claim())]);
+    assert_eq!(
+        out[0]["structuredContent"]["state"], "verified",
+        "{}",
+        out[0]
+    );
+    assert_eq!(
+        out[1]["structuredContent"]["state"], "unverified",
+        "{}",
+        out[1]
+    );
+}

@@ -69,6 +69,10 @@ pub struct Config {
     pub gate_slots: Arc<tokio::sync::Semaphore>,
     /// Who asked, when the transport names no caller (stdio): recorded as `asked_by`.
     pub local_caller: Option<String>,
+    /// Under `evident serve`: the server, whose admission every claim goes through as
+    /// its HTTP routes' do (`--verify-concurrency` slots to parse and decide in,
+    /// `--gate-queue`), so /mcp is no way around its limits.
+    pub serve: Option<evident_serve::App>,
 }
 
 /// Why the server cannot start.
@@ -104,6 +108,7 @@ impl Config {
             gate_timeout: Duration::from_secs(600),
             gate_slots: Arc::new(tokio::sync::Semaphore::new(2)),
             local_caller: None,
+            serve: None,
         })
     }
 
@@ -123,6 +128,7 @@ impl Config {
             gate_timeout: cfg.gate_timeout,
             gate_slots: app.gate_slots(),
             local_caller: None,
+            serve: Some(app.clone()),
         }
     }
 }
@@ -248,13 +254,23 @@ impl Evident {
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Explanation>, String> {
         let origin = self.origin(&ctx)?;
-        let bytes = serde_json::to_vec(&p.claim).map_err(|e| format!("claim: {e}"))?;
-        if bytes.len() > MAX_CLAIM_BYTES {
-            return Err(format!(
-                "claim: larger than {MAX_CLAIM_BYTES} bytes of JSON"
-            ));
-        }
-        let claim = evident_format::Claim::parse(&bytes, "claim").map_err(|e| e.to_string())?;
+        // Under serve, parsing and deciding hold one of its decision slots, as its
+        // HTTP routes do (503-like refusal past --verify-wait).
+        let slot = match &self.cfg.serve {
+            Some(app) => Some(app.decide_slot().await.map_err(|p| p.detail)?),
+            None => None,
+        };
+        let parsed = tokio::task::spawn_blocking(move || {
+            let bytes = serde_json::to_vec(&p.claim).map_err(|e| format!("claim: {e}"))?;
+            if bytes.len() > MAX_CLAIM_BYTES {
+                return Err(format!(
+                    "claim: larger than {MAX_CLAIM_BYTES} bytes of JSON"
+                ));
+            }
+            evident_format::Claim::parse(&bytes, "claim").map_err(|e| e.to_string())
+        })
+        .await;
+        let claim = parsed.map_err(|_| "reading the claim failed".to_string())??;
         if let Some(path) = evident_serve::too_deep(&claim.raw, evident_serve::MAX_CLAIM_DEPTH) {
             return Err(format!(
                 "claim: at {path}: nested deeper than {} levels, this server's limit",
@@ -263,10 +279,15 @@ impl Evident {
         }
         let view = match p.contract {
             Some(name) => {
+                drop(slot);
                 let served = self.load(name).await?;
                 self.gate(served, claim, origin, &ctx).await?
             }
-            None => self.verify(claim, origin).await?,
+            None => {
+                let v = self.verify(claim, origin).await;
+                drop(slot);
+                v?
+            }
         };
         Ok(Json(explain::explain(&view)))
     }
@@ -323,8 +344,18 @@ impl Evident {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<DecisionView, String> {
         let c = &self.cfg;
-        let Ok(_permit) = c.gate_slots.clone().acquire_owned().await else {
-            return Err("the gate slots are closed".into());
+        // Under serve, admitted through its gate queue (refused past --gate-queue).
+        let _permit = match &c.serve {
+            Some(app) => {
+                let ticket = app.queue_gate().map_err(|p| p.detail)?;
+                ticket.slot().await.map_err(|p| p.detail)?
+            }
+            None => c
+                .gate_slots
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| "the gate slots are closed".to_string())?,
         };
         // One gate per root at a time, shared with serve's gates.
         let lock = c.catalog.root_lock(&served.root);

@@ -38,6 +38,7 @@ pub use auth::Tokens;
 pub use problem::Problem;
 /// The claim depth limit, shared with the MCP endpoint.
 pub use routes::{MAX_CLAIM_DEPTH, too_deep};
+pub use routes::GateTicket;
 /// The logging facade, for the binary that starts the server.
 pub use tracing;
 
@@ -361,7 +362,9 @@ fn busy_response() -> Vec<u8> {
 /// Serves `router` on `listener` until `shutdown` completes.
 ///
 /// Each connection must send a request's headers within `header_timeout` (and may sit
-/// idle between requests no longer than that); at most `max_connections` are open.
+/// idle between requests no longer than that), and a response's bytes stalled (the
+/// client reads nothing) for `request_timeout` close it; at most `max_connections`
+/// are open.
 /// On shutdown the listener closes, idle connections are closed at once, requests in
 /// flight get `shutdown_grace` to finish before their connections are closed, and
 /// gates already running (`wait=false` ones too) finish and are recorded.
@@ -403,12 +406,14 @@ pub async fn serve(
         let service = conn::service(router.clone(), busy.clone());
         let mut stop = stop_rx.clone();
         let header_timeout = cfg.header_timeout;
+        let write_stall = cfg.request_timeout;
         conns.spawn(async move {
             let _permit = permit;
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(header_timeout);
+            let stream = stall::WriteStall::new(stream, write_stall);
             let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
             tokio::pin!(conn);
             tokio::select! {
@@ -448,6 +453,104 @@ pub async fn serve(
     app.0.tasks.wait_idle().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// A connection whose writes stall (the client stopped reading) for longer than a
+/// limit fails with `TimedOut`: a slow *reader* must not hold a connection, and with
+/// `--max-connections` of them every other client, past every deadline. Any progress
+/// restarts the clock, so a slow but steady reader (and an SSE stream a client reads)
+/// is served.
+mod stall {
+    use std::io;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, ready};
+    use std::time::Duration;
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+    pub struct WriteStall<S> {
+        inner: S,
+        limit: Duration,
+        since: Option<Pin<Box<tokio::time::Sleep>>>,
+    }
+
+    impl<S> WriteStall<S> {
+        pub fn new(inner: S, limit: Duration) -> Self {
+            WriteStall {
+                inner,
+                limit,
+                since: None,
+            }
+        }
+
+        /// Pending: arms the clock (once) and fails when it runs out; ready: disarms it.
+        fn watch<T>(
+            &mut self,
+            cx: &mut Context<'_>,
+            r: Poll<io::Result<T>>,
+        ) -> Poll<io::Result<T>> {
+            match r {
+                Poll::Ready(v) => {
+                    self.since = None;
+                    Poll::Ready(v)
+                }
+                Poll::Pending => {
+                    let limit = self.limit;
+                    let sleep = self
+                        .since
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                    ready!(sleep.as_mut().poll(cx));
+                    Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the client took nothing of the response for too long",
+                    )))
+                }
+            }
+        }
+    }
+
+    impl<S: AsyncRead + Unpin> AsyncRead for WriteStall<S> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_read(cx, buf)
+        }
+    }
+
+    impl<S: AsyncWrite + Unpin> AsyncWrite for WriteStall<S> {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+            self.watch(cx, r)
+        }
+
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+            self.watch(cx, r)
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            self.inner.is_write_vectored()
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            let r = Pin::new(&mut self.inner).poll_flush(cx);
+            self.watch(cx, r)
+        }
+
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            let r = Pin::new(&mut self.inner).poll_shutdown(cx);
+            self.watch(cx, r)
+        }
+    }
 }
 
 /// One connection's requests, and whether one is being answered.

@@ -50,6 +50,9 @@ pub(crate) fn router(app: App, extra: Router) -> Router {
         .route("/v1/jobs/{id}", get(job))
         .route_layer(middleware::from_fn_with_state(app.clone(), deadline))
         .with_state(app.clone());
+    // Routes mounted beside the API read their own bodies (/mcp: the MCP SDK), so
+    // they get the deadline `read_json_body` gives ours here.
+    let extra = extra.layer(middleware::from_fn_with_state(app.clone(), body_deadline));
     api.merge(extra)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -147,6 +150,56 @@ fn request_host(req: &Request) -> Result<Option<String>, &'static str> {
     }
 }
 
+/// The request's body must arrive within `--request-timeout` of the request (as
+/// `read_json_body` requires of the API's own bodies): a client trickling an upload
+/// must not hold a connection for ever.
+async fn body_deadline(State(app): State<App>, req: Request, next: Next) -> Response {
+    let limit = app.0.cfg.request_timeout;
+    let req = req.map(|body| {
+        Body::new(DeadlineBody {
+            body,
+            sleep: Box::pin(tokio::time::sleep(limit)),
+        })
+    });
+    next.run(req).await
+}
+
+/// A request body that fails once its deadline passes before its end.
+struct DeadlineBody {
+    body: Body,
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl http_body::Body for DeadlineBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        use std::task::Poll;
+        if let Poll::Ready(frame) = std::pin::Pin::new(&mut self.body).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        if self.sleep.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        Poll::Ready(Some(Err(axum::Error::new(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "the body did not arrive within --request-timeout",
+        )))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// Request count and latency by route.
 async fn measure(State(app): State<App>, req: Request, next: Next) -> Response {
     let start = Instant::now();
@@ -211,10 +264,65 @@ pub(crate) async fn read_layer(State(app): State<App>, mut req: Request, next: N
 
 // ---- access ------------------------------------------------------------------------
 
+/// A gate admitted to the queue (counted in `evident_gates_queued` until it gets a
+/// slot or is dropped).
+pub struct GateTicket {
+    app: App,
+    counted: bool,
+}
+
+impl GateTicket {
+    /// Waits for one of the `--gate-concurrency` slots.
+    pub async fn slot(mut self) -> Result<tokio::sync::OwnedSemaphorePermit, Problem> {
+        let permit = self.app.0.gate_slots.clone().acquire_owned().await;
+        self.uncount();
+        permit.map_err(|_| Problem::internal("the gate slots are closed"))
+    }
+
+    fn uncount(&mut self) {
+        if std::mem::take(&mut self.counted) {
+            self.app
+                .0
+                .metrics
+                .gates_queued
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for GateTicket {
+    fn drop(&mut self) {
+        self.uncount();
+    }
+}
+
 impl App {
+    /// Admits a gate to the queue, or 503 `busy` when `--gate-queue` gates already
+    /// wait for a slot. Every gate of this server — `POST /v1/gate` and MCP's
+    /// `submit_claim` at `/mcp` — is admitted here, so one client cannot pile up
+    /// more waiting gates through one surface than through the other.
+    pub fn queue_gate(&self) -> Result<GateTicket, Problem> {
+        let queued = &self.0.metrics.gates_queued;
+        if queued.fetch_add(1, Ordering::Relaxed) >= self.0.cfg.gate_queue as i64 {
+            queued.fetch_sub(1, Ordering::Relaxed);
+            let mut p = Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "too many gates are waiting for a slot; retry later",
+            );
+            p.retry_after = Some(5);
+            return Err(p);
+        }
+        Ok(GateTicket {
+            app: self.clone(),
+            counted: true,
+        })
+    }
+
     /// A slot to parse and decide a claim in, waited for at most `verify_wait`: many
     /// large claims at once must not starve the machine (503 `busy` past the wait).
-    pub(crate) async fn decide_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Problem> {
+    /// MCP's `submit_claim` at `/mcp` takes the same slots.
+    pub async fn decide_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Problem> {
         let slots = self.0.decide_slots.clone();
         match tokio::time::timeout(self.0.cfg.verify_wait, slots.acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
@@ -1006,16 +1114,13 @@ async fn gate_inner(
             (rx, None)
         }
         Start::New(tx, rx) => {
-            if app.0.metrics.gates_queued.load(Ordering::Relaxed) >= app.0.cfg.gate_queue as i64 {
-                app.0.jobs.forget(&caller, "gate", &key);
-                let mut p = Problem::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "busy",
-                    "too many gates are waiting for a slot; retry later",
-                );
-                p.retry_after = Some(5);
-                return Err(p);
-            }
+            let ticket = match app.queue_gate() {
+                Ok(t) => t,
+                Err(p) => {
+                    app.0.jobs.forget(&caller, "gate", &key);
+                    return Err(p);
+                }
+            };
             job_id = app.0.jobs.id_of(&caller, "gate", &key);
             let a = app.clone();
             a.0.tasks.start();
@@ -1025,7 +1130,7 @@ async fn gate_inner(
             };
             let (first, answer) = tokio::sync::oneshot::channel();
             tokio::spawn(async move {
-                let out = run_gate(&a, served, claim, origin).await;
+                let out = run_gate(&a, ticket, served, claim, origin).await;
                 conclude(&tx, first, out);
                 a.0.tasks.finish();
             });
@@ -1071,17 +1176,13 @@ async fn finish_wait(
 
 async fn run_gate(
     app: &App,
+    ticket: GateTicket,
     served: Served,
     claim: evident_format::ClaimDocument,
     origin: Origin,
 ) -> Outcome {
     let s = &app.0;
-    s.metrics.gates_queued.fetch_add(1, Ordering::Relaxed);
-    let permit = s.gate_slots.clone().acquire_owned().await;
-    s.metrics.gates_queued.fetch_sub(1, Ordering::Relaxed);
-    let Ok(_permit) = permit else {
-        return Err(Problem::internal("the gate slots are closed"));
-    };
+    let _permit = ticket.slot().await?;
     // One gate per root at a time: one gate's commands must not change what another's
     // after-readback sees.
     let lock = app.0.catalog.root_lock(&served.root);

@@ -296,3 +296,67 @@ fn concurrent_large_verifies_are_bounded_and_shed_with_503() {
         "decided (its evidence unsigned)"
     );
 }
+
+/// red14b: a slow *reader*. The client sends its requests (pipelined, at once) and
+/// then reads nothing, so the server's writes stall. Before the fix such a connection
+/// lived past every deadline, and `max_connections` of them locked every other client
+/// out. A connection whose response makes no progress for the request timeout is now
+/// closed. The honest twin: a client that reads a large response slowly but steadily
+/// (pauses shorter than the timeout, longer than it in total) gets all of it.
+#[test]
+fn a_client_that_stops_reading_is_cut_at_the_request_timeout() {
+    let s = Server::start(|c, _| {
+        c.max_connections = 2;
+        c.header_timeout = Duration::from_secs(1);
+        c.request_timeout = Duration::from_secs(1);
+    });
+    let mut probe = connect(&s);
+    probe
+        .write_all(get(&s, "/openapi.json").as_bytes())
+        .unwrap();
+    let one = one_response(&mut probe).body.len().max(1);
+    drop(probe);
+    // Far more than the socket buffers on both sides hold.
+    let n = (48 << 20) / one + 1;
+    let stalled: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut c = connect(&s);
+            c.write_all(get(&s, "/openapi.json").repeat(n).as_bytes())
+                .unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(4));
+    let mut fresh = connect(&s);
+    fresh.write_all(get(&s, "/healthz").as_bytes()).unwrap();
+    let r = one_response(&mut fresh);
+    assert_eq!(
+        r.status,
+        200,
+        "two stalled readers still hold the server: {}",
+        String::from_utf8_lossy(&r.body)
+    );
+    drop(stalled);
+    drop(fresh);
+    // The honest twin: up to 40 responses (MiBs), read 256 KiB at a time with 200 ms
+    // pauses, more than the 1 s timeout in all.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut slow = connect(&s);
+    let k = ((4 << 20) / one + 1).min(40);
+    slow.write_all(get(&s, "/openapi.json").repeat(k).as_bytes())
+        .unwrap();
+    let mut got = 0usize;
+    let mut chunk = vec![0u8; 256 << 10];
+    let start = Instant::now();
+    let want = k * one;
+    while got < want {
+        let m = slow.read(&mut chunk).unwrap();
+        assert!(m > 0, "the slow reader was cut after {got} of {want} bytes");
+        got += m;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        start.elapsed() > Duration::from_secs(1),
+        "the twin must outlast the timeout"
+    );
+}
