@@ -31,7 +31,9 @@ for i in $(seq 8); do
   if [ $((i % 2)) = 0 ]; then c=files; else c=easy; fi
   ( r="$(curl -s -X POST "$BASE/v1/gate/$c" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H 'Idempotency-Key: race' --data "$CLAIM")"
     echo "$c $(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d.get("verdict",{}).get("state", d.get("type")), (d.get("contract") or {}).get("name"))' "$r")" ) >> "$W/race" &
-done; wait
+  racers="${racers:-} $!"
+done
+wait $racers
 while read -r c st name; do
   echo "  race $c -> $st ($name)"
   [ "$c" = files ] && [ "$st" = verified ] && bad=1

@@ -328,6 +328,10 @@ struct Served {
 
 impl Served {
     fn start(dir: &Path) -> Served {
+        Served::start_with(dir, &[])
+    }
+
+    fn start_with(dir: &Path, extra: &[&str]) -> Served {
         let (token, hash) = evident_serve::auth::new_token();
         let tokens = dir.join("tokens.toml");
         std::fs::write(
@@ -343,6 +347,7 @@ impl Served {
             .arg(dir.join("ledger.db"))
             .arg("--tokens")
             .arg(&tokens)
+            .args(extra)
             .env_remove("EVIDENT_LEDGER")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -851,4 +856,188 @@ fn submit_claim_without_a_contract_never_takes_the_agents_word_for_independence(
         "{}",
         out[1]
     );
+}
+
+/// One raw request to serve (`Connection: close`): the status and the body.
+fn raw_http(addr: SocketAddr, head: &str, body: &str) -> (u16, String) {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        c,
+        "{head}Host: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = c.read_to_string(&mut out);
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, out)
+}
+
+/// One tools/call at /mcp in a session of its own (the older handshake): the result.
+fn mcp_http_call(s: &Served, params: Value) -> Value {
+    let head = |sid: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n{sid}",
+            s.token
+        )
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "evident-test", "version": "0"}}});
+    let (status, out) = raw_http(s.addr, &head(""), &init.to_string());
+    assert_eq!(status, 200, "{out}");
+    let session = out
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session id: {out}"));
+    let sid = format!("Mcp-Session-Id: {session}\r\n");
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    raw_http(s.addr, &head(&sid), &note.to_string());
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params});
+    let (_, out) = raw_http(s.addr, &head(&sid), &call.to_string());
+    out.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["id"] == 2)
+        .map(|v| v["result"].clone())
+        .unwrap_or_else(|| panic!("no answer to the call: {out}"))
+}
+
+/// red14b: gates submitted through /mcp wait in serve's one gate queue. Before the
+/// fix every submit_claim waited for a slot without limit, while POST /v1/gate past
+/// `--gate-queue` got 503 busy. Five at once with one slot and a queue of one: some
+/// are refused as busy, and (the honest twin) the first is decided.
+#[test]
+fn mcp_gates_wait_in_serves_one_gate_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let contracts = world(dir.path());
+    std::fs::write(
+        contracts.join("slow.toml"),
+        r#"[policy]
+id = "slow"
+requires = ["test_run"]
+
+[[check]]
+id = "wait"
+check_type = "test_run"
+covers = { target = "note.txt" }
+source = { command = { argv = ["/bin/sleep", "3"] } }
+expected = { exit_code = 0 }
+"#,
+    )
+    .unwrap();
+    let s = Served::start_with(
+        dir.path(),
+        &["--gate-concurrency", "1", "--gate-queue", "1"],
+    );
+    let claim = json!({"spec_version": "0.1", "task": {"id": "q"}, "mutations": [
+        {"id": "m1", "kind": "file_write", "target": "note.txt", "at": "2020-01-01T00:00:00Z"}],
+        "evidence": []});
+    let answers: Vec<Value> = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..5)
+            .map(|_| {
+                let params = json!({"name": "submit_claim",
+                    "arguments": {"contract": "slow", "claim": claim.clone()}});
+                let s = &s;
+                scope.spawn(move || mcp_http_call(s, params))
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let busy = answers
+        .iter()
+        .filter(|r| {
+            r["isError"] == true
+                && r["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("too many gates"))
+        })
+        .count();
+    let decided = answers
+        .iter()
+        .filter(|r| r["structuredContent"]["decision_id"].is_u64())
+        .count();
+    assert!(busy >= 1, "no gate was refused: {answers:?}");
+    assert!((1..=3).contains(&decided), "decided {decided}: {answers:?}");
+}
+
+/// red14b: a body trickled into /mcp (read by the MCP SDK, not serve's JSON reader)
+/// is cut at `--request-timeout`. Before the fix `--max-connections` such uploads held
+/// every other client out for as long as they dripped. The honest twin: a body in
+/// pieces that all arrive within the deadline is answered.
+#[test]
+fn a_trickled_mcp_body_is_cut_at_the_request_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let s = Served::start_with(
+        dir.path(),
+        &[
+            "--max-connections",
+            "2",
+            "--request-timeout",
+            "1",
+            "--header-timeout",
+            "2",
+        ],
+    );
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 4000\r\n\r\n",
+        s.addr, s.token
+    );
+    let drips: Vec<_> = (0..2)
+        .map(|_| {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.write_all(head.as_bytes()).unwrap();
+            std::thread::spawn(move || {
+                for _ in 0..16 {
+                    if c.write_all(b" ").is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    let (status, out) = raw_http(s.addr, "GET /healthz HTTP/1.1\r\n", "");
+    assert_eq!(
+        status, 200,
+        "two trickled uploads still hold the server: {out}"
+    );
+    for d in drips {
+        d.join().unwrap();
+    }
+    // The twin: the initialize body in three pieces, 150 ms apart.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "evident-test", "version": "0"}}})
+    .to_string();
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        c,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        s.addr,
+        s.token,
+        body.len()
+    )
+    .unwrap();
+    let third = body.len() / 3;
+    for piece in [&body[..third], &body[third..2 * third], &body[2 * third..]] {
+        c.write_all(piece.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let mut out = String::new();
+    let _ = c.read_to_string(&mut out);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains("protocolVersion"), "{out}");
 }
