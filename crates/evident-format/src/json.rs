@@ -1088,7 +1088,10 @@ mod tests {
             match (check(d), parse(d)) {
                 (Ok(c), Ok(p)) => {
                     assert_eq!(c.text.to_value(), p.value);
-                    assert!(!c.text.as_str().contains(['\n', ' ']) || c.text.as_str().contains('\u{e9}'));
+                    assert!(
+                        !c.text.as_str().contains(['\n', ' '])
+                            || c.text.as_str().contains('\u{e9}')
+                    );
                     assert_eq!(c.spans.get("a[1].b"), p.spans.get("a[1].b"));
                     assert_eq!(c.spans.get("c"), p.spans.get("c"));
                 }
@@ -1100,23 +1103,77 @@ mod tests {
         assert_eq!(check(b"{\"a\": {\"b\": [3]}}").unwrap().depth, 3);
     }
 
+    /// An edit of the text and the same edit of the value.
+    type EditPair = (
+        Box<dyn Fn(&mut JsonText)>,
+        Box<dyn Fn(&mut Map<String, Value>)>,
+    );
+
     #[test]
     fn text_edits_are_value_edits() {
         let original = serde_json::json!({"a": 1, "evidence": [{"x": "y,}"}], "b\\": "]", "c": {}});
-        let cases: Vec<(Box<dyn Fn(&mut JsonText)>, Box<dyn Fn(&mut Map<String, Value>)>)> = vec![
-            (Box::new(|t| t.set("a", &serde_json::json!([2]))), Box::new(|m| { m.insert("a".into(), serde_json::json!([2])); })),
-            (Box::new(|t| t.set("new", &Value::Null)), Box::new(|m| { m.insert("new".into(), Value::Null); })),
-            (Box::new(|t| t.remove("a")), Box::new(|m| { m.shift_remove("a"); })),
-            (Box::new(|t| t.remove("evidence")), Box::new(|m| { m.shift_remove("evidence"); })),
-            (Box::new(|t| t.remove("c")), Box::new(|m| { m.shift_remove("c"); })),
-            (Box::new(|t| t.remove("b\\")), Box::new(|m| { m.shift_remove("b\\"); })),
+        let cases: Vec<EditPair> = vec![
+            (
+                Box::new(|t| t.set("a", &serde_json::json!([2]))),
+                Box::new(|m| {
+                    m.insert("a".into(), serde_json::json!([2]));
+                }),
+            ),
+            (
+                Box::new(|t| t.set("new", &Value::Null)),
+                Box::new(|m| {
+                    m.insert("new".into(), Value::Null);
+                }),
+            ),
+            (
+                Box::new(|t| t.remove("a")),
+                Box::new(|m| {
+                    m.shift_remove("a");
+                }),
+            ),
+            (
+                Box::new(|t| t.remove("evidence")),
+                Box::new(|m| {
+                    m.shift_remove("evidence");
+                }),
+            ),
+            (
+                Box::new(|t| t.remove("c")),
+                Box::new(|m| {
+                    m.shift_remove("c");
+                }),
+            ),
+            (
+                Box::new(|t| t.remove("b\\")),
+                Box::new(|m| {
+                    m.shift_remove("b\\");
+                }),
+            ),
             (Box::new(|t| t.remove("absent")), Box::new(|_| {})),
             (
-                Box::new(|t| t.push_items("evidence", &[serde_json::json!(1), serde_json::json!({"z": []})])),
-                Box::new(|m| { if let Some(Value::Array(a)) = m.get_mut("evidence") { a.push(serde_json::json!(1)); a.push(serde_json::json!({"z": []})); } }),
+                Box::new(|t| {
+                    t.push_items(
+                        "evidence",
+                        &[serde_json::json!(1), serde_json::json!({"z": []})],
+                    )
+                }),
+                Box::new(|m| {
+                    if let Some(Value::Array(a)) = m.get_mut("evidence") {
+                        a.push(serde_json::json!(1));
+                        a.push(serde_json::json!({"z": []}));
+                    }
+                }),
             ),
-            (Box::new(|t| t.push_items("fresh", &[serde_json::json!(3)])), Box::new(|m| { m.insert("fresh".into(), serde_json::json!([3])); })),
-            (Box::new(|t| t.push_items("a", &[serde_json::json!(3)])), Box::new(|_| {})),
+            (
+                Box::new(|t| t.push_items("fresh", &[serde_json::json!(3)])),
+                Box::new(|m| {
+                    m.insert("fresh".into(), serde_json::json!([3]));
+                }),
+            ),
+            (
+                Box::new(|t| t.push_items("a", &[serde_json::json!(3)])),
+                Box::new(|_| {}),
+            ),
         ];
         for (i, (edit_text, edit_value)) in cases.iter().enumerate() {
             let mut t = JsonText::from_value(&original);
@@ -1142,15 +1199,25 @@ mod tests {
             .map(|i| serde_json::json!({"i": i, "s": format!("\"{i}\u{e9}\\"), "n": [1.5, {"d": {}}, []]}))
             .collect();
         let v = serde_json::json!({"evidence": items, "verdict": null, "big": {"inner": items.clone(), "x": "y"}, "e": {}});
-        let text = check(serde_json::to_string_pretty(&v).unwrap().as_bytes()).unwrap().text;
+        let text = check(serde_json::to_string_pretty(&v).unwrap().as_bytes())
+            .unwrap()
+            .text;
         assert!(text.as_str().len() > 2 * SPLIT);
         assert_eq!(
             serde_json::to_string_pretty(&text).unwrap(),
             serde_json::to_string_pretty(&v).unwrap()
         );
-        assert_eq!(serde_json::to_string(&text).unwrap(), serde_json::to_string(&v).unwrap());
+        assert_eq!(
+            serde_json::to_string(&text).unwrap(),
+            serde_json::to_string(&v).unwrap()
+        );
         assert_eq!(text.items("evidence").count(), 2000);
-        assert_eq!(members(text.as_str()).map(|(k, _)| k.into_owned()).collect::<Vec<_>>(), ["evidence", "verdict", "big", "e"]);
+        assert_eq!(
+            members(text.as_str())
+                .map(|(k, _)| k.into_owned())
+                .collect::<Vec<_>>(),
+            ["evidence", "verdict", "big", "e"]
+        );
     }
 
     #[test]

@@ -345,7 +345,10 @@ async fn status_written_by_javascript_after_load_verifies() {
         "the owner's cookie reached the page's own API"
     );
     // The decided document declares the extension and reads back strictly.
-    assert_eq!(o.document.to_value()["extensions"], json!(["dom_assertion"]));
+    assert_eq!(
+        o.document.to_value()["extensions"],
+        json!(["dom_assertion"])
+    );
     let text = serde_json::to_vec(&o.document).unwrap();
     Claim::parse(&text, "decided.json").unwrap_or_else(|e| panic!("{e}"));
 }

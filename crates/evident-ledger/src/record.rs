@@ -15,9 +15,9 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 
 use crate::canon::{canonical_json, canonical_redacted};
-use evident_format::JsonText;
 use crate::redact::{redact_in_place, redact_text};
 use crate::sign::{Key, TrustList};
+use evident_format::JsonText;
 
 /// The `prev_hash` of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -241,7 +241,13 @@ fn round_trip(location: &str) {
     // again as a value); reading it back gives the claim as stored.
     assert_eq!(a.claim, serde_json::Value::Null);
     assert_eq!(got.claim["task"]["id"], "t-a");
-    assert_eq!(evident_ledger::Record { claim: got.claim.clone(), ..a }, got);
+    assert_eq!(
+        evident_ledger::Record {
+            claim: got.claim.clone(),
+            ..a
+        },
+        got
+    );
     assert!(!got.to_json().to_string().contains("hunter2secret"));
     assert!(got.claim_digest.starts_with("sha256:"));
 

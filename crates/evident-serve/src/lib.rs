@@ -36,9 +36,9 @@ use std::time::Duration;
 
 pub use auth::Tokens;
 pub use problem::Problem;
+pub use routes::GateTicket;
 /// The claim depth limit, shared with the MCP endpoint.
 pub use routes::{MAX_CLAIM_DEPTH, too_deep};
-pub use routes::GateTicket;
 /// The logging facade, for the binary that starts the server.
 pub use tracing;
 

@@ -537,7 +537,8 @@ fn fill(view: &mut Explained, doc: &ClaimDocument, verdict: &Verdict, recorded: 
                 .collect(),
             task_cell: view.matrix.task_column.then(|| cell(e.covers.is_empty())),
         });
-        view.checks.push(check(i, raw_items.get(i).copied(), e, f, &mut budget));
+        view.checks
+            .push(check(i, raw_items.get(i).copied(), e, f, &mut budget));
     }
 
     // The timeline.
