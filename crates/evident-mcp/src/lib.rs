@@ -271,7 +271,11 @@ impl Evident {
         })
         .await;
         let claim = parsed.map_err(|_| "reading the claim failed".to_string())??;
-        if let Some(path) = evident_serve::too_deep(&claim.raw, evident_serve::MAX_CLAIM_DEPTH) {
+        // Held as text: counted there; only a document too deep is made a value.
+        if evident_ledger::depth::of_text(claim.raw.as_str()) > evident_serve::MAX_CLAIM_DEPTH
+            && let Some(path) =
+                evident_serve::too_deep(&claim.raw.to_value(), evident_serve::MAX_CLAIM_DEPTH)
+        {
             return Err(format!(
                 "claim: at {path}: nested deeper than {} levels, this server's limit",
                 evident_serve::MAX_CLAIM_DEPTH

@@ -366,7 +366,8 @@ pub fn record_snapshot(doc: &Value, ledger: Option<&str>) -> Result<(u64, String
             "snapshot": snapshot_digest(doc),
             "contract": doc.get("contract"),
             "taken_at": doc.get("taken_at"),
-        }),
+        })
+        .into(),
         contract: None,
         verdict: serde_json::json!({ "state": "recorded" }),
         origin: None,
