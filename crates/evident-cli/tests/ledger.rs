@@ -40,6 +40,8 @@ fn three(dir: &Path) -> (PathBuf, Vec<evident_ledger::Record>) {
             .append(entry("t-a", "unverified", "MARKER-THREE"))
             .unwrap(),
     ];
+    // An append hands its record back without the claim; the stored records have it.
+    let recs = recs.iter().map(|r| ledger.get(r.id).unwrap()).collect();
     (path, recs)
 }
 

@@ -213,7 +213,7 @@ pub struct SyntaxError {
 
 /// Parses `bytes` as one strict JSON document.
 pub fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
-    let (value, spans, _) = read(bytes, true, true)?;
+    let (value, spans, _) = read(bytes, true, true, MAX_DEPTH)?;
     Ok(Parsed { value, spans })
 }
 
@@ -231,7 +231,7 @@ pub struct Checked {
 /// the document is kept as text, about a sixth of what its `Value` would take.
 pub fn check(bytes: &[u8]) -> Result<Checked, SyntaxError> {
     let mut depth = 0;
-    let (_, spans, text) = read_with(bytes, false, true, &mut depth)?;
+    let (_, spans, text) = read_with(bytes, false, true, MAX_DEPTH, &mut depth)?;
     Ok(Checked {
         text: JsonText(compact(text)),
         spans,
@@ -239,16 +239,23 @@ pub fn check(bytes: &[u8]) -> Result<Checked, SyntaxError> {
     })
 }
 
-fn read(bytes: &[u8], build: bool, spans: bool) -> Result<(Value, Spans, &str), SyntaxError> {
-    read_with(bytes, build, spans, &mut 0)
+fn read(
+    bytes: &[u8],
+    build: bool,
+    spans: bool,
+    limit: usize,
+) -> Result<(Value, Spans, &str), SyntaxError> {
+    read_with(bytes, build, spans, limit, &mut 0)
 }
 
 /// The reader under [`parse`] and [`check`]: `build` makes the value (else `Null`),
-/// `spans` records positions; `max_depth` gets the deepest nesting seen.
+/// `spans` records positions; nesting deeper than `limit` is refused; `max_depth` gets
+/// the deepest nesting seen.
 fn read_with<'a>(
     bytes: &'a [u8],
     build: bool,
     spans: bool,
+    limit: usize,
     max_depth: &mut usize,
 ) -> Result<(Value, Spans, &'a str), SyntaxError> {
     let text = match std::str::from_utf8(bytes) {
@@ -274,6 +281,7 @@ fn read_with<'a>(
         path: String::new(),
         build,
         spans,
+        limit,
         max_depth: 0,
         positions: Vec::new(),
         members: Vec::new(),
@@ -347,6 +355,8 @@ struct Parser<'a> {
     /// Build the value (else only check it), and record positions.
     build: bool,
     spans: bool,
+    /// Deepest nesting read: [`MAX_DEPTH`] for input.
+    limit: usize,
     /// The deepest nesting of arrays and objects seen.
     max_depth: usize,
     /// `(path hash, line, column)` of every value, sorted when parsing ends.
@@ -391,8 +401,9 @@ impl Parser<'_> {
 
     /// The value at the current path, whose hash is `h`.
     fn value(&mut self, h: u64, depth: usize) -> Result<Value, SyntaxError> {
-        if depth > MAX_DEPTH {
-            return Err(self.error_here(format!("nesting is deeper than {MAX_DEPTH} levels")));
+        if depth > self.limit {
+            let limit = self.limit;
+            return Err(self.error_here(format!("nesting is deeper than {limit} levels")));
         }
         if self.spans {
             let pos = self.pos();
@@ -793,8 +804,12 @@ pub fn type_name_of(text: &str) -> &'static str {
 }
 
 /// The value of a piece of compact strict JSON text (an item, a member).
+///
+/// The text is a [`JsonText`]'s, which holds what a reader or a value gave it, so it is
+/// read without the input depth limit: a record the ledger keeps deeper than
+/// [`MAX_DEPTH`] (it reads up to its own limit) must come back whole, never as `null`.
 pub fn value_of(text: &str) -> Value {
-    read(text.as_bytes(), true, false).map_or(Value::Null, |(v, ..)| v)
+    read(text.as_bytes(), true, false, usize::MAX).map_or(Value::Null, |(v, ..)| v)
 }
 
 /// A JSON document kept as compact text (no whitespace between tokens; strings and
