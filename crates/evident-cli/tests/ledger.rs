@@ -29,7 +29,7 @@ fn entry(task: &str, state: &str, reason: &str) -> NewEntry {
 fn three(dir: &Path) -> (PathBuf, Vec<evident_ledger::Record>) {
     let path = dir.join("ledger.db");
     let ledger = evident_ledger::open(Some(path.to_str().unwrap())).unwrap();
-    let recs = vec![
+    let recs = [
         ledger
             .append(entry("t-a", "verified", "MARKER-ONE"))
             .unwrap(),
