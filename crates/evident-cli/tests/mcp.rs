@@ -1041,3 +1041,66 @@ fn a_trickled_mcp_body_is_cut_at_the_request_timeout() {
     assert!(out.starts_with("HTTP/1.1 200"), "{out}");
     assert!(out.contains("protocolVersion"), "{out}");
 }
+
+/// red14b: sessions never closed. Each `initialize` at /mcp opens a session the server
+/// keeps until it is closed or idles out (five minutes); one client opened 3,000 (58 KB
+/// each) past `--max-connections 64`. Now an `initialize` past `--max-mcp-sessions`
+/// is answered 503, and (the honest twin) sessions within it work, and closing one
+/// (DELETE) makes room for the next.
+#[test]
+fn mcp_sessions_are_bounded_and_a_closed_one_makes_room() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let s = Served::start_with(dir.path(), &["--max-mcp-sessions", "2"]);
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
+        s.token
+    );
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "evident-test", "version": "0"}}})
+    .to_string();
+    let session_of = |out: &str| {
+        out.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_string())
+        })
+    };
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let (status, out) = raw_http(s.addr, &head, &init);
+        assert_eq!(status, 200, "{out}");
+        open.push(session_of(&out).expect("a session id"));
+    }
+    let (status, out) = raw_http(s.addr, &head, &init);
+    assert_eq!(status, 503, "a third session was opened: {out}");
+    assert!(out.contains("MCP sessions are open"), "{out}");
+    // An open session still answers.
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let sid = format!("Mcp-Session-Id: {}\r\n", open[0]);
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    raw_http(s.addr, &format!("{head}{sid}"), &note);
+    let (status, out) = raw_http(s.addr, &format!("{head}{sid}"), &list);
+    assert_eq!(status, 200, "{out}");
+    assert!(out.contains("submit_claim"), "{out}");
+    // Closing one makes room.
+    let delete = format!(
+        "DELETE /mcp HTTP/1.1\r\nAuthorization: Bearer {}\r\n{sid}",
+        s.token
+    );
+    let (status, out) = raw_http(s.addr, &delete, "");
+    assert!(status < 300, "DELETE answered {status}: {out}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, out) = raw_http(s.addr, &head, &init);
+        if status == 200 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no room after a DELETE: {status} {out}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -69,6 +69,10 @@ pub struct Config {
     pub gate_slots: Arc<tokio::sync::Semaphore>,
     /// Who asked, when the transport names no caller (stdio): recorded as `asked_by`.
     pub local_caller: Option<String>,
+    /// HTTP sessions open at once; an `initialize` past it is answered 503. Each open
+    /// session holds a task and its buffers until it is closed or idles out (five
+    /// minutes), so without a bound one client could open sessions without end.
+    pub max_sessions: usize,
     /// Under `evident serve`: the server, whose admission every claim goes through as
     /// its HTTP routes' do (`--verify-concurrency` slots to parse and decide in,
     /// `--gate-queue`), so /mcp is no way around its limits.
@@ -108,6 +112,7 @@ impl Config {
             gate_timeout: Duration::from_secs(600),
             gate_slots: Arc::new(tokio::sync::Semaphore::new(2)),
             local_caller: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
             serve: None,
         })
     }
@@ -128,6 +133,7 @@ impl Config {
             gate_timeout: cfg.gate_timeout,
             gate_slots: app.gate_slots(),
             local_caller: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
             serve: Some(app.clone()),
         }
     }
@@ -523,6 +529,9 @@ pub async fn serve_stdio(cfg: Config) -> Result<(), StartError> {
     Ok(())
 }
 
+/// [`Config::max_sessions`] unless set.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+
 /// The Streamable HTTP endpoint at `/mcp`, for `evident serve` to mount under its token
 /// rule and Host check (so the SDK's own Host check is off: serve's applies, with its
 /// `--allow-host` names). `stop` ends every session (SSE streams would otherwise hold
@@ -535,14 +544,48 @@ pub fn router(
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
+    let max_sessions = cfg.max_sessions;
     let server = Evident::new(cfg);
+    let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
-        LocalSessionManager::default().into(),
+        sessions.clone(),
         StreamableHttpServerConfig::default()
             .disable_allowed_hosts()
             .with_max_request_body_bytes(body_limit)
             .with_cancellation_token(stop),
     );
-    axum::Router::new().route_service("/mcp", service)
+    axum::Router::new()
+        .route_service("/mcp", service)
+        .layer(axum::middleware::from_fn(move |req, next| {
+            bound_sessions(sessions.clone(), max_sessions, req, next)
+        }))
+}
+
+/// A request that would open a session (a POST without `Mcp-Session-Id`) while
+/// `max` sessions are open is answered 503 with `Retry-After`; requests of open
+/// sessions pass. The SDK closes a session when it ends or idles out, so the count is
+/// of live ones.
+async fn bound_sessions(
+    sessions: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
+    max: usize,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let opens = req.method() == http::Method::POST && !req.headers().contains_key("mcp-session-id");
+    if opens && sessions.sessions.read().await.len() >= max {
+        return (
+            http::StatusCode::SERVICE_UNAVAILABLE,
+            [
+                (http::header::RETRY_AFTER, "60"),
+                (http::header::CONTENT_TYPE, "application/problem+json"),
+            ],
+            format!(
+                r#"{{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"{max} MCP sessions are open, this server's limit; close one (DELETE /mcp) or retry later"}}"#
+            ),
+        )
+            .into_response();
+    }
+    next.run(req).await
 }

@@ -74,6 +74,10 @@ pub struct Args {
     /// Connections open at once; a connection past it gets 503 and is closed.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_connections: usize,
+    /// MCP sessions open at once at /mcp; an `initialize` past it gets 503 (a session
+    /// lives until its client closes it or it idles for five minutes).
+    #[arg(long, default_value_t = evident_mcp::DEFAULT_MAX_SESSIONS, value_name = "N")]
+    pub max_mcp_sessions: usize,
     /// On SIGTERM, seconds the requests in flight get to finish before their
     /// connections are closed (idle connections are closed at once; gates already
     /// running still finish and are recorded).
@@ -161,11 +165,9 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         let addr = listener.local_addr()?;
         // The MCP server (docs/mcp.md) at /mcp, under the token rule of the writes.
         let stop = evident_mcp::CancellationToken::new();
-        let mcp = evident_mcp::router(
-            evident_mcp::Config::from_app(&app),
-            app.config().body_limit,
-            stop.clone(),
-        );
+        let mut mcp_cfg = evident_mcp::Config::from_app(&app);
+        mcp_cfg.max_sessions = a.max_mcp_sessions;
+        let mcp = evident_mcp::router(mcp_cfg, app.config().body_limit, stop.clone());
         // The page (docs/web.md) at /, under the read rule of GET /v1/decisions.
         let page = evident_web::router(app.decisions(), page_options);
         let router = app.router_with(app.require_read(page).merge(app.require_token(mcp)));
