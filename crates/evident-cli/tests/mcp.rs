@@ -1104,3 +1104,58 @@ fn mcp_sessions_are_bounded_and_a_closed_one_makes_room() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A gate decided through /mcp under serve counts in `/metrics` as serve's own do
+/// (decisions by kind and state, the check's run time by source kind). Without it an
+/// owner watching `/metrics` missed every decision made over MCP.
+#[test]
+fn mcp_decisions_under_serve_show_in_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let contracts = world(dir.path());
+    let s = Served::start(dir.path());
+    let count = |text: &str, line: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(line)?.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let (_, before) = raw_http(s.addr, "GET /metrics HTTP/1.1\r\n", "");
+    let claim = json!({"spec_version": "0.1", "task": {"id": "m"}, "mutations": [
+        {"id": "m1", "kind": "file_write", "target": "note.txt", "at": "2020-01-01T00:00:00Z"}],
+        "evidence": []});
+    let r = mcp_http_call(
+        &s,
+        json!({"name": "submit_claim", "arguments": {"contract": "files", "claim": claim.clone()}}),
+    );
+    assert!(r["structuredContent"]["decision_id"].is_u64(), "{r}");
+    std::fs::write(contracts.join("note.txt"), "done").unwrap();
+    let r = mcp_http_call(
+        &s,
+        json!({"name": "submit_claim", "arguments": {"contract": "files", "claim": claim}}),
+    );
+    assert_eq!(r["structuredContent"]["state"], "verified", "{r}");
+    let (status, after) = raw_http(s.addr, "GET /metrics HTTP/1.1\r\n", "");
+    assert_eq!(status, 200, "{after}");
+    for state in ["verified", "refuted", "unverified"] {
+        let line = format!("evident_decisions_total{{kind=\"gate\",state=\"{state}\"}}");
+        let grew = count(&after, &line) - count(&before, &line);
+        if state == "verified" {
+            assert_eq!(grew, 1, "{state}: {after}");
+        }
+    }
+    let total = |t: &str| {
+        ["verified", "refuted", "unverified"]
+            .iter()
+            .map(|st| {
+                count(
+                    t,
+                    &format!("evident_decisions_total{{kind=\"gate\",state=\"{st}\"}}"),
+                )
+            })
+            .sum::<u64>()
+    };
+    assert_eq!(total(&after) - total(&before), 2, "{after}");
+    assert!(
+        after.contains("source=\"file\""),
+        "probe latency by source kind: {after}"
+    );
+}

@@ -397,6 +397,7 @@ impl Evident {
         });
         let cfg = c.clone();
         let o = origin.clone();
+        let counted = c.serve.as_ref().map(|app| (app.clone(), served.clone()));
         let decided = tokio::task::spawn_blocking(move || {
             let settings = evident_gate::Settings {
                 jobs: cfg.jobs,
@@ -428,6 +429,9 @@ impl Evident {
             // The sender went with the gate's settings: every notification is out
             // before the answer.
             let _ = f.await;
+        }
+        if let (Some((app, served)), Ok(Ok(d))) = (&counted, &decided) {
+            app.count_decision(d, Some(served));
         }
         finish(decided, &origin)
     }
@@ -462,6 +466,9 @@ impl Evident {
             })
         })
         .await;
+        if let (Some(app), Ok(Ok(d))) = (&self.cfg.serve, &decided) {
+            app.count_decision(d, None);
+        }
         finish(decided, &origin)
     }
 }

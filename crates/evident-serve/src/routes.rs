@@ -1018,6 +1018,28 @@ async fn decide_verify(
     }
 }
 
+impl App {
+    /// Counts a decision in `/metrics`: its kind and state, and each check's run time
+    /// by source kind (`served`: the contract it ran under). MCP's decisions under serve
+    /// are counted here too.
+    pub fn count_decision(&self, d: &evident_pipeline::Decision, served: Option<&Served>) {
+        self.0
+            .metrics
+            .decision(d.kind.as_str(), d.verdict.state.as_str());
+        let Some(served) = served else { return };
+        for run in &d.runs {
+            let kind = served
+                .document
+                .contract
+                .checks
+                .iter()
+                .find(|c| c.id == run.check_id)
+                .map_or("unknown", |c| c.source.kind());
+            self.0.metrics.probe(kind, run.duration_ms as f64 / 1000.0);
+        }
+    }
+}
+
 fn finish_decision(
     app: &App,
     decision: Result<evident_pipeline::Decision, evident_pipeline::Error>,
@@ -1026,21 +1048,7 @@ fn finish_decision(
 ) -> Outcome {
     match decision {
         Ok(d) => {
-            app.0
-                .metrics
-                .decision(d.kind.as_str(), d.verdict.state.as_str());
-            if let Some(served) = served {
-                for run in &d.runs {
-                    let kind = served
-                        .document
-                        .contract
-                        .checks
-                        .iter()
-                        .find(|c| c.id == run.check_id)
-                        .map_or("unknown", |c| c.source.kind());
-                    app.0.metrics.probe(kind, run.duration_ms as f64 / 1000.0);
-                }
-            }
+            app.count_decision(&d, served);
             let view = DecisionView::from_decision(&d, Some(origin))
                 .ok_or_else(|| Problem::internal("the decision was not recorded"))?;
             tracing::info!(
