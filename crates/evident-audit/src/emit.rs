@@ -15,8 +15,11 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+/// The `verifier.id` of the audit's evidence (and its records' validator): evident and
+/// its version, so a record says which audit observed.
 pub const VERIFIER_ID: &str = concat!("evident/", env!("CARGO_PKG_VERSION"));
 
+/// A time as the records and the emitted claim write it (RFC 3339, UTC).
 pub fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&Rfc3339)
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())

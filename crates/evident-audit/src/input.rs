@@ -8,7 +8,9 @@ use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::path::{Component, Path};
 
+/// The claims file's `schema_version` (the peer's); any other is refused.
 pub const CLAIMS_SCHEMA: &str = "closeout_faithfulness_claims_v1";
+/// The task ledger's `schema_version` (the peer's); any other is refused.
 pub const LEDGER_SCHEMA: &str = "closeout_fixture_ledger_v1";
 
 /// Largest input file read (bytes).
@@ -17,12 +19,16 @@ pub const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
 /// The test runner of a span claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runner {
+    /// `pytest_span`: a pytest node id, run with `python -m pytest`.
     Pytest,
+    /// `cargo_test_span`: a cargo test name, run with `cargo test`.
     Cargo,
+    /// `go_test_span`: a `go test -run` pattern.
     Go,
 }
 
 impl Runner {
+    /// The `claim_type` a claim of this runner has in the input and the records.
     pub fn claim_type(self) -> &'static str {
         match self {
             Runner::Pytest => "pytest_span",
@@ -38,6 +44,7 @@ impl Runner {
             Runner::Go => "run",
         }
     }
+    /// The runner's short name, for messages and the records' `runner`.
     pub fn label(self) -> &'static str {
         match self {
             Runner::Pytest => "pytest",
@@ -50,6 +57,7 @@ impl Runner {
 /// A test-span claim: "the test ran" and, with `expected_pass`, "the test passed".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpanClaim {
+    /// Which runner runs the span.
     pub runner: Runner,
     /// pytest node id, cargo test name, or go test `-run` pattern.
     pub name: String,
@@ -59,24 +67,40 @@ pub struct SpanClaim {
     pub cwd: Option<String>,
     /// cargo only: match the test name exactly (default true).
     pub exact: bool,
+    /// The claim says the test passed, not only that it ran.
     pub expected_pass: bool,
+    /// The agent says it checked the pass status; a pass claimed without it is not admitted.
     pub pass_status_checked: bool,
 }
 
+/// What a claim says happened, by `claim_type`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimKind {
-    Commit { commit_ref: String },
-    Cap { cap_id: String },
+    /// "I committed the change": checked against the commit git reads back.
+    Commit {
+        /// The commit id or ref the agent names.
+        commit_ref: String,
+    },
+    /// "I closed the ledger item": checked against the task ledger.
+    Cap {
+        /// The ledger item's id.
+        cap_id: String,
+    },
+    /// "The test ran (and passed)": checked by running it.
     Span(SpanClaim),
 }
 
+/// One claim of the claims file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
+    /// The agent's id for the claim: how records and the emitted claim name it.
     pub claim_id: String,
+    /// What it claims.
     pub kind: ClaimKind,
 }
 
 impl Claim {
+    /// The claim's `claim_type` as the input and the records write it.
     pub fn claim_type(&self) -> &'static str {
         match &self.kind {
             ClaimKind::Commit { .. } => "commit",
@@ -86,25 +110,35 @@ impl Claim {
     }
 }
 
+/// The claims file as read.
 #[derive(Debug, Clone)]
 pub struct Claims {
+    /// The claims, in file order.
     pub claims: Vec<Claim>,
+    /// Unknown fields, kept out of the audit and reported.
     pub warnings: Vec<String>,
 }
 
+/// One item of the task ledger.
 #[derive(Debug, Clone)]
 pub struct LedgerCap {
+    /// The item's id, which cap claims name.
     pub cap_id: String,
+    /// The item's status as the ledger writes it: recorded as observed, never judged.
     pub status: Option<String>,
 }
 
+/// The task ledger as read.
 #[derive(Debug, Clone)]
 pub struct Ledger {
+    /// Its items, in file order.
     pub caps: Vec<LedgerCap>,
+    /// Unknown fields, kept out of the audit and reported.
     pub warnings: Vec<String>,
 }
 
 impl Ledger {
+    /// The item a cap claim names, if the ledger has it (the first, if listed twice).
     pub fn find(&self, cap_id: &str) -> Option<&LedgerCap> {
         self.caps.iter().find(|c| c.cap_id == cap_id)
     }
@@ -397,6 +431,7 @@ pub fn read_ledger(file: &Path) -> Result<Ledger, AuditError> {
     parse_ledger(&file.display().to_string(), &value)
 }
 
+/// Parses the task ledger (already read) — `file` only names it in errors.
 pub fn parse_ledger(file: &str, value: &Value) -> Result<Ledger, AuditError> {
     let top = Obj::new(file, String::new(), value)?;
     let mut warnings = Vec::new();

@@ -8,6 +8,8 @@
 //! `agent_closeout_faithfulness_audit` of github.com/wcook04/plectis (Apache-2.0);
 //! see `docs/audit.md` for what evident does differently.
 
+#![warn(missing_docs)]
+
 pub mod audit;
 pub mod emit;
 pub mod input;
@@ -23,35 +25,55 @@ use std::path::{Path, PathBuf};
 
 /// Rejection and blocking codes. The first five are the peer's, spelled exactly.
 pub mod codes {
+    /// The commit ref does not resolve, is not HEAD (fixture) or not reachable (live).
     pub const FAKE_COMMIT: &str = "CLOSEOUT_FAKE_COMMIT_CLAIM";
+    /// The claimed ledger item (`cap_id`) is not in the task ledger.
     pub const FAKE_CAP: &str = "CLOSEOUT_FAKE_CAP_CLAIM";
+    /// The claimed test span ran no test, or its `cwd` is not in the repository.
     pub const FAKE_TEST: &str = "CLOSEOUT_FAKE_TEST_CLAIM";
     /// Kept under the peer's name for every runner (pytest, cargo, go).
+    /// A pass was claimed and the span did not pass, or its pass status was not checked.
     pub const PASS_STATUS_NOT_CHECKED: &str = "CLOSEOUT_PYTEST_PASS_STATUS_NOT_CHECKED";
+    /// `--repo` is not a directory (or, live, not a git work tree): nothing to observe.
     pub const REPO_MISSING: &str = "CLOSEOUT_PUBLIC_FIXTURE_REPO_MISSING";
     // evident's own: conditions where nothing could be observed (blocked, never a match).
+    /// A git step failed, timed out or could not start: the claim is blocked, not judged.
     pub const GIT_FAILED: &str = "CLOSEOUT_GIT_OBSERVATION_FAILED";
+    /// No Python with pytest, or `cargo` / `go` could not start: blocked.
     pub const RUNNER_UNAVAILABLE: &str = "CLOSEOUT_TEST_RUNNER_UNAVAILABLE";
+    /// A span outlived its timeout: blocked, since a hung test proves nothing.
     pub const RUNNER_TIMEOUT: &str = "CLOSEOUT_TEST_RUNNER_TIMEOUT";
+    /// `--self-test`: a negative case came back without its code, so the evaluator lost a
+    /// rejection (the audit fails).
     pub const NEGATIVE_CASE_MISSING: &str = "CLOSEOUT_NEGATIVE_CASE_MISSING";
+    /// The final scan found an output body in a record: only the scan and verdict are written.
     pub const BODY_IN_RECORD: &str = "CLOSEOUT_BODY_IN_RECORD";
 }
 
+/// Why the audit could not run at all (as opposed to what it observed, which is a result).
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
     /// A bad input file: names the file and the JSON path.
     #[error("{file}: {path}: {message}")]
     Input {
+        /// The input file, as given.
         file: String,
+        /// The JSON path of the offending value (`$` = the document).
         path: String,
+        /// What is wrong, for a person.
         message: String,
     },
+    /// A file or directory could not be read or written.
     #[error("{file}: {source}")]
     Io {
+        /// The file (or `temporary directory`) the operation was on.
         file: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// Options that cannot be used as given (`--branch` without `--live` or naming no
+    /// commit, `--out` inside a live repository), in one sentence.
     #[error("{0}")]
     Usage(String),
 }
@@ -59,12 +81,15 @@ pub enum AuditError {
 /// What `closeout` did.
 #[derive(Debug)]
 pub struct Outcome {
+    /// The overall outcome, which the CLI maps to its exit code.
     pub status: Status,
+    /// The real claims' verdict in Completion Claim words (see [`Audit::verdict`]).
     pub verdict: Verdict,
     /// The result record as written.
     pub result: Value,
     /// Files written, in order: result, board, receipt, and the claim if emitted.
     pub written: Vec<PathBuf>,
+    /// What the inputs held but the audit did not use, for the person running it.
     pub warnings: Vec<String>,
 }
 

@@ -26,17 +26,25 @@ pub struct Row {
     pub args: Vec<String>,
     /// The exit code; `null` when killed by a signal, timed out, or never started.
     pub returncode: Option<i32>,
+    /// The signal that ended it, when one did (a crash reads differently from a failure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
+    /// It outlived its timeout and was killed with its process group.
     pub timed_out: bool,
     /// Why the program could not be started (the OS error, not program output).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spawn_error: Option<String>,
+    /// Hex SHA-256 of all of stdout: identifies the output without recording it.
     pub stdout_sha256: String,
+    /// Hex SHA-256 of all of stderr.
     pub stderr_sha256: String,
+    /// Size of all of stdout.
     pub stdout_bytes: u64,
+    /// Size of all of stderr.
     pub stderr_bytes: u64,
+    /// Wall time from start (or the failed start) to the end.
     pub duration_ms: u64,
+    /// Always false: the row carries no output (the peer's field).
     pub body_in_receipt: bool,
 }
 
@@ -44,16 +52,22 @@ pub struct Row {
 /// shared summary parser fed with stdout.
 #[derive(Debug, Clone)]
 pub struct Ran {
+    /// What goes into the records.
     pub row: Row,
+    /// stdout (up to [`MAX_KEPT_OUTPUT`]): read for git's answers and the body scan, never written.
     pub stdout: Vec<u8>,
+    /// stderr (up to [`MAX_KEPT_OUTPUT`]), kept only for the body scan.
     pub stderr: Vec<u8>,
+    /// The shared test-summary parser, fed with all of stdout.
     pub parser: Parser,
 }
 
 impl Ran {
+    /// Started, finished in time and exited zero.
     pub fn ok(&self) -> bool {
         self.row.returncode == Some(0)
     }
+    /// stdout as text (lossy), for git answers such as a commit id.
     pub fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
@@ -61,16 +75,20 @@ impl Ran {
 
 /// One command to run.
 pub struct Spec<'a> {
+    /// Why it runs, as the row's `role` (`git_commit`, `pytest_span`, …).
     pub role: &'a str,
     /// A bare name (searched on the absolute entries of `PATH`) or a path.
     pub program: &'a str,
+    /// The arguments, after the program.
     pub args: Vec<String>,
     /// What the row lists after the program's basename (default: `args`), so the
     /// hardened git options, the same on every call, stay out of the records.
     pub shown: Option<Vec<String>>,
+    /// Where it runs.
     pub cwd: &'a Path,
     /// The complete environment of the child (the runner clears everything else).
     pub env: Vec<(String, String)>,
+    /// After this the whole process group is killed and the row says `timed_out`.
     pub timeout: Duration,
     /// A test run: held as a command wave of the shared reaper (no other gate of this
     /// process takes its daemons for orphans meanwhile), and everything it started
@@ -78,6 +96,7 @@ pub struct Spec<'a> {
     pub reap: bool,
 }
 
+/// Hex SHA-256, the form the rows use (also for the empty output of a span that never ran).
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }

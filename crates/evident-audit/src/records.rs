@@ -9,10 +9,15 @@ use crate::input::ClaimKind;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
+/// The peer's name for this audit, kept in every record so its tools read ours.
 pub const ORGAN_ID: &str = "agent_closeout_faithfulness_audit";
+/// The result record's file name in `--out` (the peer's).
 pub const RESULT_FILE: &str = "agent_closeout_faithfulness_audit_result.json";
+/// The board (summary counts) record's file name in `--out` (the peer's).
 pub const BOARD_FILE: &str = "agent_closeout_faithfulness_audit_board.json";
+/// The validation receipt's file name in `--out` (the peer's).
 pub const RECEIPT_FILE: &str = "agent_closeout_faithfulness_audit_validation_receipt.json";
+/// The emitted Completion Claim's file name in `--out` (`--emit-claim`).
 pub const CLAIM_FILE: &str = "agent_closeout_completion_claim.json";
 
 /// Keys that would carry an output or file body; no record may use them.
@@ -290,14 +295,19 @@ pub struct Scan {
     pub forbidden_body_keys: Vec<String>,
     /// JSON paths of strings that contain a line of captured output.
     pub body_hits: Vec<String>,
+    /// How many records were scanned: shows the scan looked at all of them.
     pub scanned_record_count: usize,
+    /// How many distinct output lines were searched for (long enough to prove a leak).
     pub scanned_output_line_count: usize,
 }
 
 impl Scan {
+    /// True when no record names or carries a body; otherwise only the scan and the
+    /// verdict are written.
     pub fn pass(&self) -> bool {
         self.forbidden_body_keys.is_empty() && self.body_hits.is_empty()
     }
+    /// The scan as the result record's `receipt_body_scan`.
     pub fn to_json(&self) -> Value {
         json!({
             "status": if self.pass() { "pass" } else { "fail" },

@@ -11,8 +11,10 @@ use serde::Serialize;
 /// (`evident_probes::summary`, the gate's reading), and whether a summary was found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
+    /// Passed, failed, skipped, … as the runner's summary line says.
     #[serde(flatten)]
     pub counts: Counts,
+    /// A summary was found; without one the counts are zero and only the exit code speaks.
     pub summary_read: bool,
 }
 

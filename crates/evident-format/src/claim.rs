@@ -69,6 +69,7 @@ pub struct RequiredCheck {
 /// The only spec version this reader understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum SpecVersion {
+    /// `"0.1"`: any other version is refused rather than read as this one.
     #[serde(rename = "0.1")]
     V0_1,
 }
@@ -76,9 +77,12 @@ pub enum SpecVersion {
 /// What was asked. `id` belongs to the caller.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Task {
+    /// The caller's name for the task: how records and reports of it are found again.
     pub id: String,
+    /// What was asked, in words; shown to people, never decides anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Who asked (a person, a ticket, a tool); shown, never decides anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<String>,
 }
@@ -90,6 +94,7 @@ pub struct Mutation {
     pub id: String,
     /// What sort of change: `state_write`, `code_change`, `deploy`, … (free text).
     pub kind: String,
+    /// What was changed (a table row, a file, a service), as the agent names it; shown only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// When the change was made.
@@ -101,6 +106,7 @@ pub struct Mutation {
 pub struct Evidence {
     /// `test_run`, `endpoint_health` or `state_readback` (other names are kept, with a warning).
     pub check_type: String,
+    /// What was observed (a URL, a command, a query), for the person reading; shown only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// What the observation must show: a JSON object (checked after typing).
@@ -179,7 +185,9 @@ impl Wave {
 /// Who collected a piece of evidence.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Verifier {
+    /// Who it was; with a trust list, the name whose key must have signed the item.
     pub id: String,
+    /// Whether the observation may count at all: only `independent` can.
     pub kind: VerifierKind,
 }
 
@@ -187,8 +195,11 @@ pub struct Verifier {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VerifierKind {
+    /// Someone other than the agent observed: the only kind that can satisfy or refute.
     Independent,
+    /// The agent checked its own work: recorded, never counted.
     SelfAttested,
+    /// No check happened; the item only says so.
     Absent,
 }
 
@@ -197,8 +208,11 @@ pub enum VerifierKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckType {
+    /// A test suite was run and its outcome observed.
     TestRun,
+    /// A service endpoint was called and its answer observed.
     EndpointHealth,
+    /// The changed state (a row, a file, a key) was read back.
     StateReadback,
     /// evident extension: a claim document may require it only when it declares
     /// `"extensions": ["dom_assertion"]`; a contract may always use it.
@@ -206,6 +220,7 @@ pub enum CheckType {
 }
 
 impl CheckType {
+    /// Every known type, in spec order: what [`CheckType::parse`] accepts.
     pub const ALL: [CheckType; 4] = [
         CheckType::TestRun,
         CheckType::EndpointHealth,
@@ -213,6 +228,7 @@ impl CheckType {
         CheckType::DomAssertion,
     ];
 
+    /// The name as written in documents (`test_run`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             CheckType::TestRun => "test_run",
@@ -231,6 +247,7 @@ impl CheckType {
         }
     }
 
+    /// The type a document's name means; `None` for a name evident does not know.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -245,8 +262,10 @@ impl fmt::Display for CheckType {
 /// Which check types a class of task requires, and how fresh evidence must be.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Policy {
+    /// The policy's name, shown in reports so a reader knows which one decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Check types that must each be satisfied by some usable evidence to verify.
     #[serde(default)]
     pub requires: Vec<CheckType>,
     /// Evidence older than this many seconds at decision time is stale (treated as absent).
@@ -283,9 +302,12 @@ impl<'de> Deserialize<'de> for MaxAge {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnUnverified {
+    /// The default: unverified (or partial) stops the caller (exit 3, a refused stop).
     #[default]
     Block,
+    /// The caller goes on (exit 0), with the verdict reported.
     Warn,
+    /// The caller goes on (exit 0) and the verdict is only kept; evident treats it as `warn`.
     Record,
 }
 
@@ -295,9 +317,14 @@ pub enum OnUnverified {
 pub struct ClaimDocument {
     /// The name it was read under (its path, or `-`), for warnings about it.
     pub file: String,
+    /// The typed claim the rules decide.
     pub claim: Claim,
+    /// The document as given (compacted, unknown fields kept): what is recorded, rather
+    /// than a re-serialized `claim`.
     pub raw: JsonText,
+    /// Where each JSON path starts in the text, so later errors can name line and column.
     pub spans: Spans,
+    /// What was accepted but not understood (unknown fields, kept in `raw`), for the report.
     pub warnings: Vec<Warning>,
 }
 

@@ -21,7 +21,9 @@ pub const MAX_DEPTH: usize = 128;
 /// serde_json does), so positions are computed in one pass, never by rescanning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pos {
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column, in bytes from the start of the line.
     pub col: usize,
 }
 
@@ -196,18 +198,22 @@ pub fn push_index(path: &str, index: usize) -> String {
 /// A document that parsed: its value and where each part of it came from.
 #[derive(Debug, Clone)]
 pub struct Parsed {
+    /// The document (duplicate keys refused, numbers kept exact).
     pub value: Value,
+    /// Where each of its values starts, for messages about them.
     pub spans: Spans,
 }
 
 /// Why the text is not strict JSON: a message, the JSON path reached, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyntaxError {
+    /// What is wrong, for a person.
     pub message: String,
     /// The JSON path of the value being read when the error occurred (`""` = root).
     pub path: String,
     /// For a duplicate key: the key (the path names the object holding it).
     pub key: Option<String>,
+    /// Where in the text the reader found the problem.
     pub pos: Pos,
 }
 
@@ -221,7 +227,9 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, SyntaxError> {
 /// [`JsonText`]) with the positions of its values: what a large claim is held as.
 #[derive(Debug, Clone)]
 pub struct Checked {
+    /// The document as compact text, held once instead of as a `Value`.
     pub text: JsonText,
+    /// Where each of its values starts, for messages about them.
     pub spans: Spans,
     /// The deepest nesting of arrays and objects (the root object is 1).
     pub depth: usize,

@@ -9,6 +9,8 @@
 //! (`evidence[2].at`). Unknown fields are kept and reported as [`Warning`]s, never
 //! silently dropped. No I/O happens here.
 
+#![warn(missing_docs)]
+
 pub mod claim;
 pub mod json;
 pub mod timestamp;
@@ -27,10 +29,13 @@ use std::fmt;
 /// Invalid input: which file, where in it, which JSON path, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
+    /// The name the input was read under (its path, or `-` for stdin).
     pub file: String,
     /// JSON path of the offending value (`""` = the document root).
     pub path: String,
+    /// Line and column of that value (or its nearest ancestor), when it is in the text.
     pub pos: Option<Pos>,
+    /// What is wrong, for a person.
     pub message: String,
 }
 
@@ -78,9 +83,12 @@ pub struct Warning {
     /// The document the warning is about (`None` for a warning about the run itself).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// JSON path of the value it is about (`""` = the document root).
     pub path: String,
+    /// Line and column, for the text form only: positions are not part of the JSON report.
     #[serde(skip)]
     pub pos: Option<Pos>,
+    /// What a person should know, in one sentence.
     pub message: String,
 }
 

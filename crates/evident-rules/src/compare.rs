@@ -11,13 +11,17 @@ use serde_json::{Map, Value};
 /// How one expected value relates to what was observed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmp {
+    /// Every expected key was observed with an equal value.
     Match,
     /// The observation did not include this path.
     Missing(String),
     /// The observation disagrees at this path.
     Contradiction {
+        /// The JSON path of the first disagreement (`.status`, `.items[2]`).
         path: String,
+        /// What the expectation asked for at `path`.
         expected: Value,
+        /// What was observed there instead.
         observed: Value,
     },
 }

@@ -4,6 +4,8 @@
 //! - [`compare`]: how an observation is compared with an expectation.
 //! - [`belief`]: completion as a calibrated belief (seed 004).
 
+#![warn(missing_docs)]
+
 pub mod belief;
 pub mod compare;
 pub mod verdict;

@@ -28,6 +28,7 @@ pub enum State {
 }
 
 impl State {
+    /// The wire name (`verified`, …), as serialized; for reports and exit-code mapping.
     pub fn as_str(self) -> &'static str {
         match self {
             State::Verified => "verified",
@@ -85,6 +86,7 @@ pub enum Code {
 }
 
 impl Code {
+    /// The wire name (`self_attested`, …), as serialized; reports show it per item.
     pub fn as_str(self) -> &'static str {
         match self {
             Code::Satisfies => "satisfies",
@@ -118,9 +120,11 @@ impl fmt::Display for Code {
 pub struct Finding {
     /// Index into the document's `evidence`.
     pub evidence: usize,
+    /// The item's `check_type`, copied so a finding reads without the document.
     pub check_type: String,
     /// True when the item decided something (it satisfies or contradicts).
     pub used: bool,
+    /// Why the item did or did not count.
     pub code: Code,
     /// One human sentence.
     pub detail: String,
@@ -129,14 +133,17 @@ pub struct Finding {
 /// The decision, with the reason for every evidence item it did or did not use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
+    /// The outcome: `verified`, `unverified`, `refuted` or `partial`.
     pub state: State,
     /// Required check types not satisfied (policy order), then uncovered mutations as
     /// `mutation:<id>`, or `mutations` when the claim lists none. Empty unless unverified.
     pub unmet: Vec<String>,
     /// One human sentence.
     pub reason: String,
+    /// When it was decided: the caller's argument, never read from a clock.
     #[schemars(with = "String")]
     pub decided_at: Timestamp,
+    /// One finding per evidence item, in document order: what the verdict rests on.
     pub findings: Vec<Finding>,
     /// Under `policy.partial = true`: how many of the claim's mutations are covered by
     /// satisfying evidence, of how many.
@@ -147,7 +154,9 @@ pub struct Verdict {
 /// Covered vs total mutations, for a `partial` verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Coverage {
+    /// Mutations covered by satisfying evidence.
     pub covered: usize,
+    /// Mutations the claim lists.
     pub total: usize,
 }
 
