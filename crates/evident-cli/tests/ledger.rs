@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use evident_ledger::{NewEntry, TrustList};
+use evident_ledger::NewEntry;
+use evident_sign::TrustList;
 use serde_json::{Value, json};
 
 fn evident() -> Command {
@@ -69,7 +70,7 @@ fn key_generate_writes_a_usable_pair_and_never_overwrites() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let key = evident_ledger::Key::load(&key_path).unwrap();
+    let key = evident_sign::Key::load(&key_path).unwrap();
     assert_eq!(key.id(), "gate-1");
     // The private half is never printed.
     let private: Value =
@@ -88,8 +89,8 @@ fn key_generate_writes_a_usable_pair_and_never_overwrites() {
     let trust = TrustList::load(&pub_path).unwrap();
     let mut item =
         json!({ "covers": ["m1"], "verifier": { "id": "gate-1", "kind": "independent" } });
-    evident_ledger::attach_signature(&mut item, &key).unwrap();
-    assert_eq!(evident_ledger::authenticate(&item, &trust), Ok(()));
+    evident_sign::attach_signature(&mut item, &key).unwrap();
+    assert_eq!(evident_sign::authenticate(&item, &trust), Ok(()));
 
     // A second run refuses to overwrite.
     let before = std::fs::read(&key_path).unwrap();
@@ -675,7 +676,7 @@ fn signed_records_verify_from_the_store_and_from_an_export() {
         &stripped,
         lines
             .iter()
-            .map(|l| evident_ledger::canonical_json(l) + "\n")
+            .map(|l| evident_sign::canonical_json(l) + "\n")
             .collect::<String>(),
     )
     .unwrap();

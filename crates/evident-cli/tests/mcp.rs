@@ -784,8 +784,8 @@ fn stdio_tool_calls(args: &[String], calls: &[Value]) -> Vec<Value> {
 }
 
 /// The verifier key the example evidence names (`gitreal-gate/0.3`).
-fn evidence_key() -> evident_ledger::sign::Key {
-    evident_ledger::sign::Key::from_seed("gitreal-gate/0.3", [7; 32])
+fn evidence_key() -> evident_sign::Key {
+    evident_sign::Key::from_seed("gitreal-gate/0.3", [7; 32])
 }
 
 /// A claim whose only evidence is the agent's own item *labelled* independent.
@@ -824,7 +824,7 @@ fn submit_claim_without_a_contract_never_takes_the_agents_word_for_independence(
     args.extend(["--policy".into(), policy.display().to_string()]);
     let submit = |claim: Value| json!({"name": "submit_claim", "arguments": {"claim": claim}});
     let mut signed = self_labelled_claim();
-    evident_ledger::sign::attach_signature(&mut signed["evidence"][0], &evidence_key()).unwrap();
+    evident_sign::attach_signature(&mut signed["evidence"][0], &evidence_key()).unwrap();
     // No --trust: neither the bare label nor a signature from an unlisted key counts.
     let out = stdio_tool_calls(
         &args,

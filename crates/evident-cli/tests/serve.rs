@@ -198,14 +198,14 @@ impl Drop for Served {
 }
 
 /// The key of the verifier the example evidence names, which the servers trust.
-fn gate_key() -> evident_ledger::sign::Key {
-    evident_ledger::sign::Key::from_seed("gitreal-gate/0.3", [7; 32])
+fn gate_key() -> evident_sign::Key {
+    evident_sign::Key::from_seed("gitreal-gate/0.3", [7; 32])
 }
 
 /// Signs every evidence item with the trusted key.
 fn signed(mut claim: Value) -> Value {
     for item in claim["evidence"].as_array_mut().unwrap() {
-        evident_ledger::sign::attach_signature(item, &gate_key()).unwrap();
+        evident_sign::attach_signature(item, &gate_key()).unwrap();
     }
     claim
 }

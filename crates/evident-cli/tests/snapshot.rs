@@ -879,7 +879,7 @@ fn a_trust_key_does_not_sign_snapshots_a_snapshot_signer_does() {
         .args(["key", "generate", "--id", "ci", "--out"])
         .arg(&ci_key));
     assert_eq!(code, 0, "{err}");
-    let public = evident_ledger::Key::load(&ci_key)
+    let public = evident_sign::Key::load(&ci_key)
         .unwrap()
         .public_key_base64();
     let entry = |table: &str| format!("[[{table}]]\nid = \"ci\"\npublic_key = \"{public}\"\n");

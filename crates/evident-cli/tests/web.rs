@@ -36,7 +36,7 @@ fn serve(dir: &Path, listen: &str) -> Served {
     .unwrap();
     let key = dir.join("server.key");
     if !key.exists() {
-        evident_ledger::sign::Key::generate("evident-server")
+        evident_sign::Key::generate("evident-server")
             .write_files(&key)
             .unwrap();
     }

@@ -44,7 +44,7 @@ pub fn decide(
     let bytes = serde_json::to_vec(&claim).map_err(|e| e.to_string())?;
     let claim = Claim::parse(&bytes, "<built claim>").map_err(|e| e.to_string())?;
     let key = match &opts.key {
-        Some(p) => Some(evident_ledger::sign::Key::load(p).map_err(|e| e.to_string())?),
+        Some(p) => Some(evident_sign::Key::load(p).map_err(|e| e.to_string())?),
         None => None,
     };
     let settings = evident_gate::Settings {

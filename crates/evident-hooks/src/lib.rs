@@ -390,8 +390,8 @@ fn keep_snapshot(opts: &Options, p: Pending) -> Result<String, String> {
     let mut doc = p.doc;
     let how = match &opts.key {
         Some(k) => {
-            let key = evident_ledger::sign::Key::load(k).map_err(|e| e.to_string())?;
-            evident_ledger::sign::attach_signature(&mut doc, &key).map_err(|e| e.to_string())?;
+            let key = evident_sign::Key::load(k).map_err(|e| e.to_string())?;
+            evident_sign::attach_signature(&mut doc, &key).map_err(|e| e.to_string())?;
             format!("signed by {}", key.id())
         }
         None => {

@@ -6,7 +6,8 @@
 
 use std::sync::mpsc;
 
-use crate::{Error, ErrorKind, Ledger, NewEntry, Record, Result, sign::Key};
+use crate::{Error, ErrorKind, Ledger, NewEntry, Record, Result};
+use evident_sign::Key;
 
 /// Where a job's record goes: a blocked thread, or an awaiting task.
 enum Reply {

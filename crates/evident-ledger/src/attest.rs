@@ -17,11 +17,11 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use ed25519_dalek::{Signature, Signer as _};
+use ed25519_dalek::Signature;
 use serde::{Deserialize, Serialize};
 
-use crate::canon::canonical_json;
-use crate::sign::{Key, TrustList, pae};
+use evident_sign::canonical_json;
+use evident_sign::{Key, TrustList, pae};
 
 /// The DSSE payload type of a record signature (the payload is the record's hex hash).
 pub const RECORD_PAYLOAD_TYPE: &str = "application/vnd.evident.ledger-record-hash";
@@ -46,9 +46,7 @@ pub struct RecordSignature {
 impl RecordSignature {
     /// Sign a record's hash.
     pub fn sign(hash: &str, key: &Key) -> RecordSignature {
-        let sig: Signature = key
-            .signing_key()
-            .sign(&pae(RECORD_PAYLOAD_TYPE, hash.as_bytes()));
+        let sig: Signature = key.sign_pae(RECORD_PAYLOAD_TYPE, hash.as_bytes());
         RecordSignature {
             verifier: key.id().to_string(),
             keyid: key.keyid(),
@@ -150,9 +148,7 @@ impl Checkpoint {
             keyid: key.keyid(),
             sig: String::new(),
         };
-        let sig: Signature = key
-            .signing_key()
-            .sign(&pae(CHECKPOINT_PAYLOAD_TYPE, c.payload().as_bytes()));
+        let sig: Signature = key.sign_pae(CHECKPOINT_PAYLOAD_TYPE, c.payload().as_bytes());
         c.sig = B64.encode(sig.to_bytes());
         c
     }

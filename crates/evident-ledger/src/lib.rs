@@ -1,8 +1,7 @@
-//! Append-only, hash-chained record of every decision; Ed25519 signing and trust lists.
+//! Append-only, hash-chained record of every decision.
 //!
-//! - [`sign`]: Ed25519 keys, DSSE envelopes over evidence items, trust lists and
-//!   [`authenticate`].
-//! - [`canonical_json`]: RFC 8785 canonical JSON (see [`canon`] for the one extension).
+//! - A record's body is canonical JSON ([`evident_sign::canonical_json`]); with a key its
+//!   hash is signed ([`attest`], keys and trust lists from evident-sign).
 //! - [`Ledger`]: the hash-chained store, a SQLite file by default or a PostgreSQL
 //!   schema when several machines share it. [`open`] picks the store from a location.
 //!
@@ -32,9 +31,9 @@ pub mod canon;
 pub mod depth;
 pub mod record;
 pub mod redact;
-pub mod sign;
 mod store;
 
+use evident_sign::canonical_json;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::str::FromStr as _;
@@ -44,13 +43,9 @@ use tokio::sync::Mutex;
 
 pub use appender::Appender;
 pub use attest::{Checkpoint, CheckpointError, Expectations, RecordSignature};
-pub use canon::{CanonError, canonical_json, canonical_json_rfc8785, canonical_redacted};
+pub use canon::canonical_redacted;
 pub use record::{Break, GENESIS, NewEntry, Record, Summary, VerifyOptions, format_time};
 pub use redact::{redact_dsn, redact_in_place, redact_value};
-pub use sign::{
-    AuthError, Key, KeyError, PAYLOAD_TYPE, SignError, TrustError, TrustList, TrustedVerifier,
-    attach_signature, authenticate, sign_evidence,
-};
 pub use store::Filter;
 
 use record::{ChainChecker, Prepared, Row};
@@ -461,7 +456,11 @@ impl Ledger {
     /// [`Ledger::append`], and with a key, the record's hash signed by it (see
     /// [`attest`]). A ledger whose table predates signatures and that this connection
     /// may not alter refuses a signed append (the error says how to add the column).
-    pub fn append_signed(&self, entry: NewEntry, key: Option<&sign::Key>) -> Result<Record> {
+    pub fn append_signed(
+        &self,
+        entry: NewEntry,
+        key: Option<&evident_sign::Key>,
+    ) -> Result<Record> {
         let mut records = self.append_batch(vec![(entry, key.cloned())])?;
         records.pop().ok_or_else(|| Error {
             kind: ErrorKind::Store,
@@ -473,7 +472,10 @@ impl Ledger {
     /// Append several decisions in order in one transaction (group commit: one
     /// commit for all of them), each signed with its key when given. All or none are
     /// recorded. [`Appender`] batches concurrent callers' appends this way.
-    pub fn append_batch(&self, entries: Vec<(NewEntry, Option<sign::Key>)>) -> Result<Vec<Record>> {
+    pub fn append_batch(
+        &self,
+        entries: Vec<(NewEntry, Option<evident_sign::Key>)>,
+    ) -> Result<Vec<Record>> {
         let Some(first) = entries.first() else {
             return Ok(Vec::new());
         };
@@ -488,7 +490,7 @@ impl Ledger {
         for (e, _) in &entries {
             self.check_depth(e)?;
         }
-        let prepared: Vec<(Prepared, Option<sign::Key>)> = entries
+        let prepared: Vec<(Prepared, Option<evident_sign::Key>)> = entries
             .into_iter()
             .map(|(e, k)| (Prepared::new(e), k))
             .collect();

@@ -14,10 +14,11 @@ use time::OffsetDateTime;
 use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 
-use crate::canon::{canonical_json, canonical_redacted};
+use crate::canon::canonical_redacted;
 use crate::redact::{redact_in_place, redact_text};
-use crate::sign::{Key, TrustList};
 use evident_format::JsonText;
+use evident_sign::canonical_json;
+use evident_sign::{Key, TrustList};
 
 /// The `prev_hash` of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -12,7 +12,7 @@ use sqlx::{AssertSqlSafe, Connection as _, Row as _};
 use time::OffsetDateTime;
 
 use crate::record::{PackedRow, Prepared, Record, Row, Summary};
-use crate::sign::Key;
+use evident_sign::Key;
 
 /// Which records to list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

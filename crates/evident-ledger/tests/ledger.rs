@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use evident_ledger::{ErrorKind, Filter, Key, NewEntry, TrustList, open, open_existing};
+use evident_ledger::{ErrorKind, Filter, NewEntry, open, open_existing};
+use evident_sign::{Key, TrustList};
 use serde_json::json;
 
 const WORKER_LOCATION: &str = "EVIDENT_LEDGER_TEST_WORKER_LOCATION";
@@ -296,8 +297,8 @@ fn round_trip(location: &str) {
             m.shift_remove(k);
         }
         assert_eq!(
-            evident_ledger::canonical_json(&s.to_json()),
-            evident_ledger::canonical_json(&want)
+            evident_sign::canonical_json(&s.to_json()),
+            evident_sign::canonical_json(&want)
         );
     }
     let newest = ledger
@@ -392,7 +393,7 @@ fn verify_catches_an_edited_and_rehashed_record() {
     let mut v = r3.to_json();
     v.as_object_mut().unwrap().shift_remove("hash");
     v["verdict"]["state"] = json!("refuted");
-    let body = evident_ledger::canonical_json(&v);
+    let body = evident_sign::canonical_json(&v);
     let hash = evident_ledger::record::hash_body(&body);
     let stmt = format!(
         "UPDATE records SET body = '{}', hash = '{hash}' WHERE id = 3",
@@ -522,13 +523,13 @@ fn forged_evidence_fails_and_signed_evidence_passes() {
         "verifier": { "id": "evident-gate", "kind": "independent" }
     });
     // A forged item: says independent, carries no signature.
-    assert!(evident_ledger::authenticate(&item, &trust).is_err());
-    evident_ledger::attach_signature(&mut item, &key).unwrap();
-    assert_eq!(evident_ledger::authenticate(&item, &trust), Ok(()));
+    assert!(evident_sign::authenticate(&item, &trust).is_err());
+    evident_sign::attach_signature(&mut item, &key).unwrap();
+    assert_eq!(evident_sign::authenticate(&item, &trust), Ok(()));
     // Signed by a key the trust list does not hold.
     let mut forged = item.clone();
-    evident_ledger::attach_signature(&mut forged, &Key::generate("evident-gate")).unwrap();
-    assert!(evident_ledger::authenticate(&forged, &trust).is_err());
+    evident_sign::attach_signature(&mut forged, &Key::generate("evident-gate")).unwrap();
+    assert!(evident_sign::authenticate(&forged, &trust).is_err());
 }
 
 #[test]

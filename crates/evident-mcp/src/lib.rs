@@ -22,10 +22,10 @@ pub mod explain;
 pub use tokio_util::sync::CancellationToken;
 
 use evident_format::Policy;
-use evident_ledger::sign::{Key, TrustList};
 use evident_pipeline::catalog::{Catalog, CatalogError, ContractSummary, ContractView, Served};
 use evident_pipeline::view::{DecisionView, Decisions, ReadError};
 use evident_pipeline::{Origin, Recording};
+use evident_sign::{Key, TrustList};
 use explain::Explanation;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;

@@ -208,7 +208,7 @@ impl Catalog {
 
 /// `sha256:<hex>` of a contract as the ledger records it (secrets removed).
 pub fn contract_digest(raw: &Value) -> String {
-    evident_ledger::record::digest(&evident_ledger::canonical_json(
+    evident_ledger::record::digest(&evident_sign::canonical_json(
         &evident_ledger::redact_value(raw),
     ))
 }

@@ -18,8 +18,8 @@ pub mod view;
 
 use evident_format::{ClaimDocument, JsonText, OnUnverified, Policy, Timestamp, Warning};
 use evident_gate::{CheckRun, ContractDocument, Planned, Settings};
-use evident_ledger::sign::{Key, TrustList};
 use evident_rules::{Options, State, Verdict, decide};
+use evident_sign::{Key, TrustList};
 use serde_json::Value;
 
 pub use record::{Origin, Recorded, Recording};
@@ -215,7 +215,7 @@ pub fn verify(req: VerifyRequest<'_>) -> Result<Decision, Error> {
                         .items("evidence")
                         .map(|text| {
                             let item = evident_format::json::value_of(text);
-                            evident_ledger::sign::authenticate(&item, trust).is_ok()
+                            evident_sign::authenticate(&item, trust).is_ok()
                                 && evident_gate::run::bound_here(&item, &binding)
                         })
                         .collect(),
@@ -305,9 +305,9 @@ pub fn gate(req: GateRequest<'_>) -> Result<Decision, Error> {
     let authenticate = |item: &Value| {
         trust
             .as_ref()
-            .is_some_and(|t| evident_ledger::sign::authenticate(item, t).is_ok())
+            .is_some_and(|t| evident_sign::authenticate(item, t).is_ok())
     };
-    let sign = |item: &Value| key.and_then(|k| evident_ledger::sign::sign_evidence(item, k).ok());
+    let sign = |item: &Value| key.and_then(|k| evident_sign::sign_evidence(item, k).ok());
     let root = settings.context.root.clone();
     let before = before
         .map(|doc| check_snapshot(&doc, &contract.contract, key, recording.ledger.as_deref()));
@@ -350,7 +350,7 @@ pub const SNAPSHOT_KIND: &str = "snapshot";
 
 /// `sha256:` of a snapshot document's canonical JSON: what its ledger record holds.
 pub fn snapshot_digest(doc: &Value) -> String {
-    evident_ledger::record::digest(&evident_ledger::canonical_json(doc))
+    evident_ledger::record::digest(&evident_sign::canonical_json(doc))
 }
 
 /// Records an unsigned snapshot in the ledger at `ledger` (the default location when
@@ -424,7 +424,7 @@ pub fn check_snapshot(
     let authenticate = |v: &Value| {
         trust
             .as_ref()
-            .is_some_and(|t| evident_ledger::sign::authenticate(v, t).is_ok())
+            .is_some_and(|t| evident_sign::authenticate(v, t).is_ok())
     };
     let max_age = contract
         .snapshot_max_age_s
@@ -450,9 +450,9 @@ pub fn trust_list(
     }
     let mut verifiers = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
-        let public_key = evident_ledger::sign::parse_public_key(&e.public_key)
+        let public_key = evident_sign::parse_public_key(&e.public_key)
             .map_err(|why| Error::Trust(format!("trust[{i}].public_key: {why}")))?;
-        verifiers.push(evident_ledger::sign::TrustedVerifier {
+        verifiers.push(evident_sign::TrustedVerifier {
             id: e.id.clone(),
             public_key,
         });
@@ -489,7 +489,7 @@ mod trust_tests {
             id: "ci".into(),
             public_key: key.into(),
         };
-        let good = evident_ledger::sign::Key::generate("ci").public_key_base64();
+        let good = evident_sign::Key::generate("ci").public_key_base64();
         let e = trust_list(&[entry(&good), entry("7d5bde8a")]).unwrap_err();
         assert!(e.to_string().contains("trust[1].public_key"), "{e}");
         assert!(!e.to_string().contains("verifiers"), "{e}");

@@ -3,7 +3,7 @@
 
 use crate::Decision;
 use evident_format::Warning;
-use evident_ledger::sign::Key;
+use evident_sign::Key;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

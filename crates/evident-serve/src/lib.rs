@@ -26,9 +26,9 @@ mod routes;
 
 use axum::Router;
 use evident_format::Policy;
-use evident_ledger::sign::{Key, TrustList};
 use evident_pipeline::catalog::Catalog;
 use evident_pipeline::view::Decisions;
+use evident_sign::{Key, TrustList};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;

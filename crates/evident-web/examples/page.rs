@@ -46,9 +46,7 @@ fn run() -> Result<(), String> {
     }
     let ledger = evident_ledger::open_existing(ledger.as_deref()).map_err(|e| e.to_string())?;
     let trust = trust
-        .map(|t| {
-            evident_ledger::TrustList::load(std::path::Path::new(&t)).map_err(|e| e.to_string())
-        })
+        .map(|t| evident_sign::TrustList::load(std::path::Path::new(&t)).map_err(|e| e.to_string()))
         .transpose()?;
     let decisions = evident_pipeline::view::Decisions::new(ledger);
     let app = evident_web::router(Arc::new(decisions), evident_web::Options { trust });

@@ -26,8 +26,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use evident_ledger::sign::TrustList;
 use evident_pipeline::view::{Decisions, Query as ListFilter, ReadError};
+use evident_sign::TrustList;
 
 /// The policy every response of the page carries: nothing but this server's own
 /// resources, no inline script or style, no framing, no form posted elsewhere.
@@ -481,12 +481,12 @@ mod tests {
         let m = v.as_object_mut().unwrap();
         m.shift_remove("hash");
         let sig = m.shift_remove("signature");
-        let body = evident_ledger::canonical_json(&v);
+        let body = evident_sign::canonical_json(&v);
         let hash = evident_ledger::record::hash_body(&body);
         let rec = evident_ledger::Record::from_body(
             &body,
             &hash,
-            sig.map(|s| evident_ledger::canonical_json(&s)).as_deref(),
+            sig.map(|s| evident_sign::canonical_json(&s)).as_deref(),
         )
         .unwrap();
         DecisionView::from_record(&rec)
@@ -582,8 +582,8 @@ mod tests {
         .unwrap();
         assert!(html.contains("does not follow record #1"));
         assert!(html.contains("status bad"));
-        let trust = evident_ledger::TrustList {
-            verifiers: vec![evident_ledger::Key::from_seed("gate", [1; 32]).trusted()],
+        let trust = evident_sign::TrustList {
+            verifiers: vec![evident_sign::Key::from_seed("gate", [1; 32]).trusted()],
         };
         let html = decision_html(
             &d,

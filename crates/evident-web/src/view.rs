@@ -6,9 +6,9 @@
 
 use evident_format::{Claim, ClaimDocument, Evidence, Timestamp};
 use evident_ledger::RecordSignature;
-use evident_ledger::sign::TrustList;
 use evident_pipeline::view::{DecisionSummary, DecisionView};
 use evident_rules::{Code, Verdict};
+use evident_sign::TrustList;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use time::OffsetDateTime;
@@ -276,7 +276,7 @@ pub fn decision(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Exp
     evident_ledger::redact_in_place(&mut verdict_v);
     let record = record_view(d, prev, trust);
     let doc = Claim::parse(
-        evident_ledger::canonical_json(&claim_v).as_bytes(),
+        evident_sign::canonical_json(&claim_v).as_bytes(),
         &format!("record {}", d.id),
     );
     let verdict: Result<Verdict, String> =
@@ -939,7 +939,7 @@ fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Reco
             ),
         ),
     };
-    let sig_text = d.signature.as_ref().map(evident_ledger::canonical_json);
+    let sig_text = d.signature.as_ref().map(evident_sign::canonical_json);
     let parsed: Option<Result<RecordSignature, String>> = sig_text
         .as_deref()
         .map(|t| serde_json::from_str(t).map_err(|e| e.to_string()));

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use evident_ledger::sign::{Key, TrustList};
+use evident_sign::{Key, TrustList};
 
 const SECRET: &str = "sk-live-0123456789abcdefSECRET";
 

@@ -41,7 +41,7 @@ fn generate(a: GenerateArgs) -> anyhow::Result<u8> {
     if a.id.trim().is_empty() {
         anyhow::bail!("--id must not be empty");
     }
-    let key = evident_ledger::Key::generate(&a.id);
+    let key = evident_sign::Key::generate(&a.id);
     let public = key.write_files(&a.out)?;
     if a.json {
         print!("{}", key.to_public_json());

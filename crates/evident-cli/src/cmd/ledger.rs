@@ -72,7 +72,7 @@ pub fn run(command: Command) -> anyhow::Result<u8> {
 
 fn verify(a: VerifyArgs) -> anyhow::Result<u8> {
     let trust = match &a.trust {
-        Some(path) => Some(evident_ledger::TrustList::load(path)?),
+        Some(path) => Some(evident_sign::TrustList::load(path)?),
         None => None,
     };
     let checkpoints = match (&a.checkpoint, &trust) {

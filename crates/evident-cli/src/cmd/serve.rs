@@ -121,10 +121,10 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
                 "--trust needs --policy FILE: POST /v1/verify decides only under the owner's policy"
             );
         }
-        cfg.trust = Some(evident_ledger::sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?);
+        cfg.trust = Some(evident_sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?);
     }
     if let Some(path) = &a.key {
-        cfg.key = Some(evident_ledger::sign::Key::load(path).map_err(|e| anyhow!("{e}"))?);
+        cfg.key = Some(evident_sign::Key::load(path).map_err(|e| anyhow!("{e}"))?);
         cfg.key_path = Some(path.clone());
     }
     cfg.allowed_hosts = a.allow_host.clone();
@@ -149,7 +149,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     cfg.listen = std_listener.local_addr()?;
     // The page checks record signatures against the key this server signs with.
     let page_options = evident_web::Options {
-        trust: cfg.key.as_ref().map(|k| evident_ledger::sign::TrustList {
+        trust: cfg.key.as_ref().map(|k| evident_sign::TrustList {
             verifiers: vec![k.trusted()],
         }),
     };

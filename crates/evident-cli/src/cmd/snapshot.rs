@@ -63,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .filter(|d| !d.is_zero())
         .ok_or_else(|| anyhow!("--timeout must be a positive number of seconds"))?;
     let key = match &args.key {
-        Some(k) => Some(evident_ledger::sign::Key::load(k).map_err(|e| anyhow!("{e}"))?),
+        Some(k) => Some(evident_sign::Key::load(k).map_err(|e| anyhow!("{e}"))?),
         None => None,
     };
     let root = match &args.root {
@@ -100,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut doc = doc;
     let record = match &key {
         Some(k) => {
-            evident_ledger::sign::attach_signature(&mut doc, k).map_err(|e| anyhow!("{e}"))?;
+            evident_sign::attach_signature(&mut doc, k).map_err(|e| anyhow!("{e}"))?;
             None
         }
         None => Some(

@@ -88,13 +88,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => None,
     };
     let trust = match &args.trust {
-        Some(path) => {
-            Some(evident_ledger::sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?)
-        }
+        Some(path) => Some(evident_sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?),
         None => None,
     };
     let key = match &args.key {
-        Some(path) => Some(evident_ledger::sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
+        Some(path) => Some(evident_sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
         None => None,
     };
     let now = match &args.now {

@@ -351,7 +351,7 @@ fn verify_never_takes_the_agents_word_for_independence() {
     let mut own_key = unsigned_example_claim();
     sign_with(
         &mut own_key,
-        &evident_ledger::sign::Key::from_seed("gitreal-gate/0.3", [9; 32]),
+        &evident_sign::Key::from_seed("gitreal-gate/0.3", [9; 32]),
     );
     unauthenticated(&s.call("POST", "/v1/verify", Some(&own_key)).ok());
     let mut edited = example_claim();

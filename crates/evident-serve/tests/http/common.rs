@@ -21,8 +21,8 @@ pub const POLICY: &str = r#"{"id": "owner", "requires": ["state_readback"], "max
 
 /// The key of the verifier the example's evidence names (`gitreal-gate/0.3`), which
 /// the test server's `--trust` lists.
-pub fn gate_key() -> evident_ledger::sign::Key {
-    evident_ledger::sign::Key::from_seed("gitreal-gate/0.3", [7; 32])
+pub fn gate_key() -> evident_sign::Key {
+    evident_sign::Key::from_seed("gitreal-gate/0.3", [7; 32])
 }
 
 /// Signs every evidence item of `claim` with the trusted key (again, after an edit).
@@ -30,10 +30,10 @@ pub fn sign(claim: &mut Value) {
     sign_with(claim, &gate_key());
 }
 
-pub fn sign_with(claim: &mut Value, key: &evident_ledger::sign::Key) {
+pub fn sign_with(claim: &mut Value, key: &evident_sign::Key) {
     for item in claim["evidence"].as_array_mut().unwrap() {
         item.as_object_mut().unwrap().remove("signature");
-        evident_ledger::sign::attach_signature(item, key).unwrap();
+        evident_sign::attach_signature(item, key).unwrap();
     }
 }
 
@@ -96,7 +96,7 @@ impl Server {
             "policy.json".into(),
             evident_gate::contract::parse_policy(POLICY.as_bytes(), "policy.json").unwrap(),
         ));
-        cfg.trust = Some(evident_ledger::sign::TrustList {
+        cfg.trust = Some(evident_sign::TrustList {
             verifiers: vec![gate_key().trusted()],
         });
         configure(&mut cfg, dir.path());

@@ -28,7 +28,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
-use crate::canon::canonical_json;
+pub mod canon;
+
+pub use canon::{CanonError, canonical_json, canonical_json_rfc8785, canonical_number};
 
 /// The DSSE payload type of a signed evidence item.
 pub const PAYLOAD_TYPE: &str = "application/vnd.evident.evidence+json";
@@ -107,9 +109,11 @@ impl Key {
         }
     }
 
-    /// The signing half, for the ledger's record and checkpoint signatures.
-    pub(crate) fn signing_key(&self) -> &SigningKey {
-        &self.key
+    /// An Ed25519 signature over DSSE's pre-authentication encoding of `payload` as
+    /// `payload_type` ([`pae`]): what the ledger's record and checkpoint signatures
+    /// are, without the private key leaving this crate.
+    pub fn sign_pae(&self, payload_type: &str, payload: &[u8]) -> Signature {
+        self.key.sign(&pae(payload_type, payload))
     }
 
     /// The verifier id this key signs as (the `id` of its trust-list entry).
