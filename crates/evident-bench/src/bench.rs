@@ -23,17 +23,25 @@ use crate::config::BenchConfig;
 use crate::json::{create, file_text, jsonl_text, line_text};
 use crate::{Error, manifest};
 
-/// The runner's name and version, as the peer records them.
+/// The runner's name, recorded in every run and the manifest: the policies are
+/// scripted, not a model.
 pub const RUNNER: &str = "scripted-reference";
+/// The runner's version, recorded beside [`RUNNER`].
 pub const RUNNER_VERSION: &str = "1";
 
 /// One planned run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Planned {
+    /// Names the run's files: group, scenario, repetition and a hash of the
+    /// configuration, so a rerun names them alike.
     pub run_id: String,
+    /// The policy ([`crate::config::GROUPS`]).
     pub group: &'static str,
+    /// The injected failure ([`crate::config::BENCH_SCENARIOS`]).
     pub scenario: &'static str,
+    /// Which repetition of the (group, scenario) pair, from 0.
     pub repetition: u64,
+    /// The run's own seed, derived from the configuration's seed and the run id.
     pub seed: u64,
 }
 
@@ -130,7 +138,9 @@ fn outcomes(scenario: &str, req: &Requirement) -> Vec<ToolOutcome> {
     }
 }
 
-pub fn injects_failure(scenario: &str) -> bool {
+/// Whether a scenario injects a failure (all but `success`): the runs recovery is
+/// counted over.
+pub(crate) fn injects_failure(scenario: &str) -> bool {
     scenario != "success"
 }
 
@@ -409,29 +419,48 @@ pub(crate) fn prepare_output(dir: &Path, subdirs: &[&str]) -> Result<(), Error> 
 /// One policy's headline, for the command's output.
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupLine {
+    /// The policy.
     pub group: String,
+    /// Its runs.
     pub runs: u64,
+    /// Runs where it claimed completion.
     pub claimed: u64,
+    /// Claims not verified complete: the figure the benchmark exists to show.
     pub false_completion: u64,
+    /// `false_completion / claimed` (0 when it never claimed).
     pub false_completion_rate: f64,
+    /// Runs where it refused to claim.
     pub refusals: u64,
+    /// Runs with an injected failure whose last outcome proves the requirement after an
+    /// earlier one did not.
     pub recovered_failure_runs: u64,
+    /// Runs whose scenario injects a failure.
     pub injected_failure_runs: u64,
 }
 
 /// What `bench run` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchRun {
+    /// Where the run's files are.
     pub output_dir: PathBuf,
+    /// The configuration's `experiment_id`.
     pub experiment_id: String,
+    /// SHA-256 of the resolved configuration, to tell two runs' configurations apart.
     pub config_digest: String,
+    /// Runs made (groups × scenarios × repetitions).
     pub total_runs: u64,
+    /// Runs whose scenario injects a failure.
     pub injected_failure_runs: u64,
+    /// Of those, runs whose last outcome proves the requirement after an earlier one
+    /// did not.
     pub recovered_failure_runs: u64,
+    /// Claims not verified complete, over all claims, across every policy.
     pub false_completion_rate: f64,
+    /// Each policy's headline, in the configuration's order.
     pub groups: Vec<GroupLine>,
     /// Files the manifest lists (all but itself), checked after writing.
     pub manifest_files: usize,
+    /// The manifest verified after writing (a run that does not is an error instead).
     pub manifest_verified: bool,
 }
 

@@ -45,16 +45,24 @@ pub const MAX_REPETITIONS: u64 = 1000;
 /// The failure-injection benchmark's configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchConfig {
+    /// Names the experiment; part of every run id, so it keeps experiments apart.
     pub experiment_id: String,
     /// The seed as Python prints the integer (any size, sign kept, `-0` is `0`).
     pub seed: String,
+    /// Runs per (group, scenario) pair, 1 to [`MAX_REPETITIONS`].
     pub repetitions: u64,
+    /// The policies to run, from [`GROUPS`].
     pub groups: Vec<&'static str>,
+    /// The injected failures to run, from [`BENCH_SCENARIOS`].
     pub scenarios: Vec<&'static str>,
+    /// The task every trace records.
     pub task: String,
-    /// Exactly one (the peer's scripted tool has one action).
+    /// Exactly one (the scripted tool has one action).
     pub requirement: Requirement,
+    /// The time written into the report and manifest, given rather than read from a
+    /// clock so that a rerun is byte-identical.
     pub generated_at: String,
+    /// `"1"`, the only version (the default when the file leaves it out).
     pub schema_version: String,
 }
 
@@ -181,11 +189,13 @@ impl BenchConfig {
 /// The file the sandbox's tool is asked to write.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileContract {
+    /// Names the contract in the suite's case ids and report.
     pub contract_id: String,
     /// Relative, portable, beneath the sandbox root.
     pub path: String,
     /// The exact content (UTF-8, non-empty).
     pub content: String,
+    /// `"1"`, the only version (the default when the file leaves it out).
     pub schema_version: String,
 }
 
@@ -199,14 +209,21 @@ impl FileContract {
 /// The sandbox suite's configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SandboxConfig {
+    /// Names the suite in its outputs and the default reproduce directory.
     pub suite_id: String,
+    /// The time written into the report and manifest, given rather than read from a
+    /// clock so that a rerun is byte-identical.
     pub generated_at: String,
+    /// The scenarios to run, from [`SANDBOX_SCENARIOS`].
     pub scenarios: Vec<&'static str>,
+    /// The file every scenario's tool is asked to write.
     pub contract: FileContract,
+    /// `"1"`, the only version (the default when the file leaves it out).
     pub schema_version: String,
 }
 
 impl SandboxConfig {
+    /// Parses and validates; `file` names the file in errors.
     pub fn parse(file: &str, bytes: &[u8]) -> Result<Self, Error> {
         let v = crate::json::parse(file, bytes)?;
         let o = Obj::new(
@@ -281,6 +298,7 @@ impl SandboxConfig {
         })
     }
 
+    /// SHA-256 of the canonical JSON of [`Self::to_value`] (the suite's `config_digest`).
     pub fn digest(&self) -> Result<String, Error> {
         pyjson::canonical_sha256(&self.to_value()).map_err(Error)
     }

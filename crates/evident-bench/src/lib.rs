@@ -2,7 +2,7 @@
 //! (`docs/bench.md`): the worlds the trace evaluator in `evident-eval` was built to
 //! measure.
 //!
-//! - [`bench`]: the failure-injection benchmark — three scripted policies × eight
+//! - [`bench`](mod@bench): the failure-injection benchmark — three scripted policies × eight
 //!   injected tool failures × repetitions, deterministic, with the peer's run ids and
 //!   per-run seeds; raw traces, envelopes, cases, evaluations, runs and metrics kept
 //!   apart;
@@ -18,6 +18,8 @@
 //!
 //! Evaluations go through `evident-eval`'s evaluator and adapter (one mechanism): a case
 //! is written as a JSONL line and evaluated from that line, as `evident eval` would.
+
+#![warn(missing_docs)]
 
 pub mod bench;
 pub mod config;

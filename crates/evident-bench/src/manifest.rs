@@ -20,6 +20,8 @@ use evident_eval::pyjson;
 use crate::Error;
 use crate::json::{MAX_INPUT_BYTES, create, file_text, parse, read_limited};
 
+/// The manifest's file name, at the top of the output directory (the one file it does
+/// not list).
 pub const MANIFEST: &str = "manifest.json";
 
 /// More entries than any run writes (24,000 runs are 48,000 files).
@@ -43,23 +45,32 @@ pub enum ProblemKind {
     Unreadable,
 }
 
+/// One thing wrong with an output directory, so a check lists every problem, not the
+/// first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
+    /// The `/`-separated path relative to the directory.
     pub path: String,
+    /// What kind of problem it is.
     pub problem: ProblemKind,
+    /// The problem in words (the digests that differ, the error that stopped a read).
     pub detail: String,
 }
 
 /// The outcome of a check.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verification {
+    /// The directory checked.
     pub dir: PathBuf,
     /// `benchmark` (an `experiment_id`) or `sandbox` (a `suite_id`).
     pub kind: &'static str,
+    /// The manifest's `experiment_id` or `suite_id`.
     pub id: String,
     /// Files the manifest lists.
     pub listed: usize,
+    /// No problem was found: the directory is exactly what was written.
     pub ok: bool,
+    /// Every problem found, in path order.
     pub problems: Vec<Problem>,
 }
 

@@ -15,14 +15,19 @@ use crate::config::BenchConfig;
 use crate::json::{MAX_INPUT_BYTES, parse, read_limited};
 use crate::{Error, manifest};
 
+/// The Markdown report's file name in the report directory.
 pub const MARKDOWN: &str = "report.md";
+/// The chart's file name in the report directory (the Markdown links to it).
 pub const CHART: &str = "false-completion-rate.svg";
 
 /// What `bench report` wrote.
 #[derive(Debug, Clone, Serialize)]
 pub struct Written {
+    /// The Markdown report.
     pub markdown: PathBuf,
+    /// The SVG chart.
     pub chart: PathBuf,
+    /// Each policy's headline, as the report shows them.
     pub groups: Vec<GroupLine>,
 }
 

@@ -21,7 +21,9 @@ use crate::config::{FileContract, SandboxConfig};
 use crate::json::{create, file_text, jsonl_text, line_text, sha256_hex};
 use crate::{Error, bench, manifest};
 
+/// The runner's name, recorded in the manifest: the tool is scripted, not a model.
 pub const RUNNER: &str = "sandbox-scripted-reference";
+/// The runner's version, recorded beside [`RUNNER`].
 pub const RUNNER_VERSION: &str = "1";
 const ACTION: &str = "verify_file_postcondition";
 const TRUST_BASIS: &str = "independent_local_state";
@@ -29,11 +31,18 @@ const TRUST_BASIS: &str = "independent_local_state";
 /// One scenario's result.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScenarioResult {
+    /// The scenario ([`crate::config::SANDBOX_SCENARIOS`]).
     pub scenario_id: String,
+    /// What the tool said (never evidence): compared with the observation, it shows
+    /// how often a tool's receipt is wrong.
     pub reported_success: bool,
+    /// Whether the scripted agent claimed completion.
     pub completion_claimed: bool,
+    /// The file's observed bytes are the contract's.
     pub matches_contract: bool,
+    /// The safe-path layer refused the tool's write (an escape attempt).
     pub security_rejected: bool,
+    /// The evaluator's status name, decided from the observation alone.
     pub status: &'static str,
     /// The safe-path layer's refusal, when the tool's write was refused.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -370,17 +379,29 @@ pub(crate) fn safe_name(s: &str) -> String {
 /// What `sandbox run` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct SandboxRun {
+    /// Where the suite's files are.
     pub output_dir: PathBuf,
+    /// The configuration's `suite_id`.
     pub suite_id: String,
+    /// SHA-256 of the resolved configuration, to tell two runs' configurations apart.
     pub config_digest: String,
+    /// Scenarios run.
     pub total_scenarios: usize,
+    /// Scenarios whose observed file verifies the contract.
     pub verified_complete: u64,
+    /// Scenarios whose observation contradicts the contract.
     pub failed: u64,
+    /// Scenarios left undecided (the file could not be read).
     pub unverified: u64,
+    /// Claims not verified complete, over all claims.
     pub false_completion_rate: f64,
+    /// Scenarios whose write the safe-path layer refused.
     pub security_rejection: u64,
+    /// Each scenario's result, in the configuration's order.
     pub scenarios: Vec<ScenarioResult>,
+    /// Files the manifest lists (all but itself), checked after writing.
     pub manifest_files: usize,
+    /// The manifest verified after writing (a run that does not is an error instead).
     pub manifest_verified: bool,
 }
 

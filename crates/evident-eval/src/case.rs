@@ -3,7 +3,7 @@
 //! [`parse_case`] is the fast path (the hand-written reader in `fast.rs`). The serde
 //! visitors here are the reference it is tested against ([`parse_case_serde_json`]):
 //! they borrow strings from the line and never fail on a wrong
-//! *type* (only on bad JSON syntax or a duplicate key), so [`validate`] can report the
+//! *type* (only on bad JSON syntax or a duplicate key), so `validate` can report the
 //! peer's message for the first bad field, in the peer's order, instead of a generic
 //! "invalid type" from serde.
 
@@ -23,8 +23,11 @@ use crate::text::{py_blank, py_strip};
 pub struct Case<'a> {
     /// `case_id` after Python's `strip()`.
     pub case_id: Cow<'a, str>,
+    /// Whether the agent said it was done: the claim the events are checked against.
     pub completion_claimed: bool,
+    /// What the task needs, in the line's order (the order of results and reasons).
     pub requirements: Vec<Requirement<'a>>,
+    /// What the agent's tools did, in the order they ran (later events decide).
     pub events: Vec<Event<'a>>,
     /// Every requirement's evidence fields, each after `strip()`.
     pub fields: Vec<Cow<'a, str>>,
@@ -51,6 +54,7 @@ pub struct Requirement<'a> {
 pub struct Event<'a> {
     /// After `strip()`.
     pub action: Cow<'a, str>,
+    /// The tool reported success (a failure as the latest event fails the requirement).
     pub success: bool,
     /// This event's range in [`Case::evidence`].
     pub evidence: (u32, u32),
@@ -89,7 +93,7 @@ pub(crate) fn idx(n: usize) -> u32 {
 
 /// The JSON kind of a value that had the wrong type, for error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Null,
     Bool,
     Number,

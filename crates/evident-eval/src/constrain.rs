@@ -26,7 +26,9 @@ use crate::text::{py_blank, py_strip};
 /// One call of the trace, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
+    /// The tool's name, matched against a requirement's action.
     pub action: String,
+    /// The tool reported success (false for an unfinished call).
     pub success: bool,
     /// A call that never got its result (an interrupted turn): never a success.
     pub unfinished: bool,
@@ -39,32 +41,43 @@ pub struct Call {
 /// How one requirement came out.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NeedState {
+    /// Enough matching calls succeeded with the evidence it asks for.
     Proven,
     /// No call with this action at all.
     NoCall,
     /// Calls with this action, none with matching arguments; `why` is from the latest.
     NoMatch {
+        /// The latest call with the action (an index into the case's calls).
         call: usize,
+        /// Why its arguments do not match (the first difference), for the reason.
         why: String,
     },
     /// The latest matching call failed (or never finished).
     Failed {
+        /// The failed call (an index into the case's calls).
         call: usize,
+        /// It never got a result, rather than reporting a failure.
         unfinished: bool,
     },
     /// The latest successful matching call lacks evidence fields.
     LacksEvidence {
+        /// That call (an index into the case's calls).
         call: usize,
+        /// The evidence fields it does not carry.
         missing: Vec<String>,
     },
     /// The latest successful matching call's evidence contradicts the expected values.
     EvidenceMismatch {
+        /// That call (an index into the case's calls).
         call: usize,
+        /// The first value that differs, for the reason.
         why: String,
     },
     /// Fewer matching calls with sufficient evidence than `count` (after the matching).
     TooFew {
+        /// Calls assigned to it by the matching.
         have: u64,
+        /// Its `count`.
         need: u64,
     },
 }
@@ -72,11 +85,16 @@ pub enum NeedState {
 /// The result of one case in the object form.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
+    /// The case's status (FAILED when there is an unrequested write).
     pub status: Status,
+    /// Per requirement, in the spec's order.
     pub states: Vec<NeedState>,
     /// Indices of the calls that are unrequested writes.
     pub unrequested: Vec<usize>,
+    /// A requirement was proven after a failed matching call (metrics `recovered`).
     pub recovered: bool,
+    /// A requirement's latest matching call failed after an earlier one proved it
+    /// (metrics `regressed`).
     pub regressed: bool,
 }
 
@@ -541,9 +559,13 @@ pub fn evaluation(
 /// reader has already checked the case-level members and the events' shape).
 #[derive(Debug, Clone)]
 pub struct ObjectCase {
+    /// `case_id` after `strip()`.
     pub case_id: String,
+    /// Whether the agent said it was done.
     pub completion_claimed: bool,
+    /// The object-form requirements.
     pub spec: Spec,
+    /// The events, in order, with their arguments kept apart from their evidence.
     pub calls: Vec<Call>,
 }
 

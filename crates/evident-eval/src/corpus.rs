@@ -10,10 +10,12 @@ use std::io::{self, Write};
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator whose sequence depends only on `seed` (same seed, same corpus).
     pub fn new(seed: u64) -> Self {
         Rng(seed)
     }
 
+    /// The next 64 pseudo-random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -32,6 +34,7 @@ impl Rng {
         self.next_u64() % 100 < p
     }
 
+    /// One of `xs`, uniformly (`xs` must not be empty).
     pub fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
         xs[(self.next_u64() % xs.len() as u64) as usize]
     }

@@ -40,6 +40,7 @@ pub const MAX_THREADS: usize = 1024;
 /// How to run.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// What to print.
     pub mode: Mode,
     /// Report every bad line and evaluate the rest, instead of stopping at the first.
     pub keep_going: bool,
@@ -52,6 +53,7 @@ pub struct Options {
 }
 
 impl Options {
+    /// Stop at the first bad line, one worker per core, 2 MiB chunks.
     pub fn new(mode: Mode, label: impl Into<String>) -> Self {
         Options {
             mode,
@@ -66,38 +68,72 @@ impl Options {
 /// A line that could not be evaluated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineError {
+    /// The 1-based line number in the input.
     pub line: u64,
+    /// Why the line was rejected (without the `PATH:LINE: ` prefix).
     pub message: String,
 }
 
 /// Why a run stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// A line is not a valid case (without `keep_going`, the first one stops the run).
     #[error("{}:{}: {}{}", .label, .line, .message, line_hint(.message))]
     BadLine {
+        /// The input's name ([`Options::label`]).
         label: String,
+        /// The 1-based line number.
         line: u64,
+        /// Why the line was rejected.
         message: String,
     },
+    /// Reading the input or writing the output failed.
     #[error("{label}: {source}")]
-    Io { label: String, source: io::Error },
+    Io {
+        /// The input's name ([`Options::label`]).
+        label: String,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// No case was evaluated (an empty input, or every line bad under `keep_going`).
     #[error("No cases found in {label}.")]
-    NoCases { label: String },
+    NoCases {
+        /// The input's name ([`Options::label`]).
+        label: String,
+    },
+    /// Two cases share a `case_id` under [`Mode::Metrics`], which would count one case
+    /// twice.
     #[error(
         "{label}:{line}: duplicate case_id '{case_id}' (first on line {first_line}); case ids must be unique with --metrics"
     )]
     Duplicate {
+        /// The input's name ([`Options::label`]).
         label: String,
+        /// The line of the second occurrence.
         line: u64,
+        /// The line of the first occurrence.
         first_line: u64,
+        /// The repeated id.
         case_id: String,
     },
+    /// A duplicate `case_id` in an input that cannot be re-read to name it (standard
+    /// input).
     #[error(
         "{label}: duplicate case_id values; case ids must be unique with --metrics (standard input cannot be read twice to name them: run on a file to see which)"
     )]
-    DuplicateUnnamed { label: String },
+    DuplicateUnnamed {
+        /// The input's name ([`Options::label`]).
+        label: String,
+    },
+    /// Lines were skipped under `keep_going` ([`run`] itself reports this in
+    /// [`Summary::bad_lines`] and never returns it).
     #[error("{label}: {bad} bad line(s) skipped")]
-    BadLines { label: String, bad: u64 },
+    BadLines {
+        /// The input's name ([`Options::label`]).
+        label: String,
+        /// How many lines were skipped.
+        bad: u64,
+    },
 }
 
 /// A hint for a line that is not JSON: the likeliest cause is a case spread over
@@ -113,9 +149,13 @@ fn line_hint(message: &str) -> &'static str {
 /// Totals of a finished run.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
+    /// Cases evaluated.
     pub cases: u64,
+    /// Lines skipped under `keep_going` (the caller decides whether that fails the run).
     pub bad_lines: u64,
+    /// Input bytes read.
     pub bytes: u64,
+    /// The claim-quality counters over every case evaluated.
     pub metrics: Metrics,
 }
 

@@ -12,13 +12,19 @@ use crate::text::write_json_str;
 /// The four outcomes, in the peer's declaration order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {
+    /// Every requirement is proven: the only status that supports a completion claim.
     VerifiedComplete,
+    /// Some requirements are proven, not all, and none failed.
     Partial,
+    /// Nothing is proven and nothing failed (no events, or successes without their
+    /// evidence).
     Unverified,
+    /// The latest event of some requirement's action failed.
     Failed,
 }
 
 impl Status {
+    /// Every status, in [`Status::index`] order (to iterate counts).
     pub const ALL: [Status; 4] = [
         Status::VerifiedComplete,
         Status::Partial,
@@ -26,6 +32,7 @@ impl Status {
         Status::Failed,
     ];
 
+    /// The name in the output (`VERIFIED_COMPLETE`).
     pub fn as_str(self) -> &'static str {
         match self {
             Status::VerifiedComplete => "VERIFIED_COMPLETE",
@@ -35,6 +42,7 @@ impl Status {
         }
     }
 
+    /// Its position in per-status counter arrays ([`crate::metrics::Metrics::status`]).
     pub fn index(self) -> usize {
         self as usize
     }
@@ -56,7 +64,9 @@ pub enum ReqState {
 /// The result of one case, without strings.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The case's status.
     pub status: Status,
+    /// The case's `completion_claimed`, so metrics can compare claim and status.
     pub claimed: bool,
     /// Per requirement, in order: its state and the index of its latest event.
     pub states: Vec<(ReqState, Option<usize>)>,
@@ -185,11 +195,17 @@ pub fn for_each_reason(case: &Case<'_>, out: &Outcome, mut f: impl FnMut(&str)) 
 /// The peer's result object as an owned value (for library users and tests).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Evaluation {
+    /// The case's `case_id`, to match the result with its input line.
     pub case_id: String,
+    /// The [`Status`] name.
     pub status: &'static str,
+    /// Required actions whose latest event succeeded with all their evidence.
     pub proven_actions: Vec<String>,
+    /// Required actions with no event, or whose latest success lacks evidence.
     pub missing_actions: Vec<String>,
+    /// Required actions whose latest event failed.
     pub failed_actions: Vec<String>,
+    /// One sentence per requirement, then one on the claim when it disagrees.
     pub reasons: Vec<String>,
     /// Object-form requirements only: the actions of the unrequested writes.
     #[serde(skip_serializing_if = "Option::is_none")]

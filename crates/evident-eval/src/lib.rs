@@ -12,6 +12,8 @@
 //! - [`corpus`]: a deterministic corpus generator for benchmarks;
 //! - [`run`]: what the `eval` and `adapt` subcommands do.
 
+#![warn(missing_docs)]
+
 pub mod adapt;
 pub mod case;
 pub mod constrain;

@@ -7,17 +7,22 @@ use crate::text::py_float_repr;
 /// Counters over evaluated cases.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Metrics {
+    /// Cases counted.
     pub total: u64,
     /// Indexed by [`Status::index`].
     pub status: [u64; 4],
     /// Claimed cases, by status.
     pub claimed_by_status: [u64; 4],
+    /// Cases verified complete that made no claim (the agent under-reported).
     pub silent_verified: u64,
+    /// Cases where a requirement succeeded after failing first.
     pub recovered: u64,
+    /// Cases where a requirement failed after it was once proven.
     pub regressed: u64,
 }
 
 impl Metrics {
+    /// Counts one evaluated case.
     pub fn add(&mut self, o: &Outcome) {
         self.add_parts(o.status, o.claimed, o.recovered, o.regressed);
     }
@@ -36,6 +41,7 @@ impl Metrics {
         self.regressed += regressed as u64;
     }
 
+    /// Adds another worker's counters (merging in any order gives the same sums).
     pub fn merge(&mut self, other: &Metrics) {
         self.total += other.total;
         for i in 0..4 {
@@ -47,6 +53,7 @@ impl Metrics {
         self.regressed += other.regressed;
     }
 
+    /// Cases that claimed completion, whatever their status.
     pub fn claimed(&self) -> u64 {
         self.claimed_by_status.iter().sum()
     }

@@ -22,7 +22,9 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
 pub struct Style {
     /// `Some(n)`: Python's `indent=n` (separators `,` and `: `); `None`: compact (`,` `:`).
     pub indent: Option<usize>,
+    /// Python's `ensure_ascii`: non-ASCII characters written as `\uXXXX` escapes.
     pub ensure_ascii: bool,
+    /// Python's `sort_keys`: object members in key order (else in the map's own order).
     pub sort_keys: bool,
 }
 

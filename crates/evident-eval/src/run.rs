@@ -14,7 +14,9 @@ use crate::engine::{self, EngineError, Hooks, LineError, Mode, Options};
 pub struct EvalRequest {
     /// A case JSONL file or `-`; with `adapter`, trace files and directories.
     pub inputs: Vec<PathBuf>,
+    /// What to print (`--json`, `--jsonl`, `--metrics`, or one line per case).
     pub mode: Mode,
+    /// `--keep-going`: report bad lines (and traces) and evaluate the rest.
     pub keep_going: bool,
     /// 0: one worker per core.
     pub threads: usize,
@@ -277,11 +279,15 @@ impl Hooks for StderrHooks {
 /// One `evident adapt` invocation.
 #[derive(Debug, Clone)]
 pub struct AdaptRequest {
+    /// The trace's format.
     pub format: Format,
     /// A trace file or `-`.
     pub trace: PathBuf,
+    /// The owner's requirements file (never taken from the trace).
     pub requirements: PathBuf,
+    /// The caller's name for the trace (`--source-ref`), recorded in the envelope.
     pub source_ref: String,
+    /// Print the envelope (with provenance) instead of the bare case.
     pub envelope: bool,
     /// One line instead of indented JSON, so the output is a line `evident eval -` reads.
     pub jsonl: bool,

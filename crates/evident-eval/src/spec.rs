@@ -61,6 +61,7 @@ pub struct Need {
 }
 
 impl Need {
+    /// How many successful matching calls it needs (`count`, else 1).
     pub fn count(&self) -> u64 {
         self.count.unwrap_or(1)
     }
@@ -74,6 +75,7 @@ impl Spec {
             .is_some_and(|w| w.iter().any(|a| a == action))
     }
 
+    /// The spec as JSON, as an envelope or a case line writes its `requirements`.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }

@@ -50,6 +50,8 @@ const SHELLS: &[&str] = &[
     "run_command",
 ];
 
+/// Reads one ATIF trajectory document (`file` names it in errors); a version outside
+/// [`VERSIONS`] or a broken pairing is an error naming the JSON path.
 pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
     if bytes.len() > crate::MAX_TRACE_BYTES {
         return Err(at(

@@ -22,6 +22,9 @@ const WRITERS: &[(&str, &str)] = &[
     ("NotebookEdit", "notebook_path"),
 ];
 
+/// Reads a Claude Code transcript or stream-json output (`file` names it in errors,
+/// with the line); a sidechain's calls are kept and marked [`Call::subagent`], but no
+/// sidechain or injected (`isMeta`) text becomes a message.
 pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
     let mut trace = Trace::default();
     let mut pairing = Pairing::default();

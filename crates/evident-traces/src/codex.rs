@@ -19,6 +19,8 @@ use crate::{
     Call, Error, Message, Outcome, Pairing, Role, StatusFrom, Trace, lines, patch_paths, text_of,
 };
 
+/// Reads a Codex rollout or `codex exec --json` output, either variant line by line
+/// (`file` names it in errors, with the line).
 pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
     let mut trace = Trace::default();
     let mut pairing = Pairing::default();

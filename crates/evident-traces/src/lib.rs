@@ -18,6 +18,8 @@
 //! trace means as evidence is the caller's business (evident-eval maps it to seed 001
 //! events): a reader never turns a call's arguments into anything but arguments.
 
+#![warn(missing_docs)]
+
 pub mod anthropic;
 pub mod atif;
 pub mod chat;
@@ -39,8 +41,11 @@ pub const MAX_TRACE_BYTES: usize = 256 * 1024 * 1024;
 /// as ATIF, whose messages name the JSON path instead) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
+    /// The name the caller gave the trace (usually its path), for the message.
     pub file: String,
+    /// The 1-based line of a JSONL trace; 0 when the message names a JSON path.
     pub line: usize,
+    /// What is wrong, in words a user can act on (without the file and line).
     pub message: String,
 }
 
@@ -59,14 +64,21 @@ impl std::error::Error for Error {}
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The user: their first message is taken as the task.
     User,
+    /// The agent under evaluation: its words are never read as evidence.
     Agent,
 }
 
+/// One message of the conversation, kept apart from the calls: what was asked and
+/// said, never what ran.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
+    /// Who wrote it.
     pub role: Role,
+    /// Its text (text blocks joined by newlines; other blocks left out).
     pub text: String,
+    /// The line (JSONL formats; 0 in one-document formats).
     pub line: usize,
 }
 
@@ -91,9 +103,12 @@ pub enum StatusFrom {
     Convention,
 }
 
+/// The result a call got, as the log records it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Outcome {
+    /// The call failed, as far as the log says (see [`Outcome::status_from`]).
     pub is_error: bool,
+    /// Where [`Outcome::is_error`] came from, so a guess is shown as one.
     pub status_from: StatusFrom,
     /// The result as text (empty when the log gives only [`Outcome::data`]).
     pub text: String,
@@ -109,13 +124,16 @@ pub struct Outcome {
     pub time: Option<String>,
 }
 
+/// One tool call and its result, if it got one.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Call {
     /// Empty only where the format makes ids optional (`generic` events).
     pub id: String,
+    /// The tool's name as the log writes it (what a required action is matched against).
     pub name: String,
     /// `Null` when the log gives none.
     pub arguments: Value,
+    /// The line (JSONL formats; 0 in one-document formats).
     pub line: usize,
     /// Where the call is, as a JSON path (one-document formats; empty in JSONL).
     pub path: String,
@@ -132,19 +150,26 @@ pub struct Call {
     pub subagent: bool,
 }
 
+/// An agent session in a neutral form, whatever format it was read from.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Trace {
+    /// The conversation, in the log's order.
     pub messages: Vec<Message>,
+    /// The tool calls, in the order they were made.
     pub calls: Vec<Call>,
 }
 
 impl Trace {
+    /// The task as the user gave it (`None` where the log does not record the prompt,
+    /// as in `codex exec --json`).
     pub fn first_user_message(&self) -> Option<&str> {
         self.messages
             .iter()
             .find(|m| m.role == Role::User)
             .map(|m| m.text.as_str())
     }
+
+    /// The agent's final words (what it says it did; never evidence that it did).
     pub fn last_agent_message(&self) -> Option<&str> {
         self.messages
             .iter()

@@ -25,12 +25,19 @@ use crate::text::{py_blank, py_strip};
 /// The trace formats `evident adapt` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// `generic`: events as given (`action`, `success`, `evidence`), no pairing.
     Generic,
+    /// `openai`: `tool_call` / `tool_result` records paired by `tool_call_id`.
     OpenAi,
+    /// `anthropic`: Messages API `tool_use` / `tool_result` blocks.
     Anthropic,
+    /// `openai-responses`: Responses API `function_call` / `function_call_output` items.
     OpenAiResponses,
+    /// `mcp`: JSON-RPC `tools/call` requests and their responses.
     Mcp,
+    /// `otel`: OpenTelemetry GenAI `execute_tool` spans (OTLP JSON).
     Otel,
+    /// `openai-chat`: Chat Completions message lists, which have no error flag.
     OpenAiChat,
     /// Claude Code session transcript JSONL or `claude -p --output-format stream-json`.
     ClaudeCode,
@@ -41,6 +48,7 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, in the order `--help` lists them.
     pub const ALL: [Format; 10] = [
         Format::Generic,
         Format::OpenAi,
@@ -82,6 +90,7 @@ impl Format {
         }
     }
 
+    /// The format a command-line name means (`None` for an unknown name).
     pub fn parse(name: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.name() == name)
     }
@@ -130,14 +139,18 @@ pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T, AdaptError> {
 /// One requirement of the owner's contract.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Requirement {
+    /// The action that must have succeeded (stripped, as a case's requirement is).
     pub action: String,
+    /// Evidence fields the action's latest event must carry, with values that count.
     pub evidence_fields: Vec<String>,
 }
 
 /// A requirements file: seed 001's list, or the object form ([`crate::spec`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Requirements {
+    /// The list form: each action and the evidence fields it needs.
     List(Vec<Requirement>),
+    /// The object form: arguments, evidence values, counts and allowed writes.
     Spec(Spec),
 }
 
@@ -167,9 +180,13 @@ pub struct AdaptOptions {
 /// One adapted event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdaptedEvent {
+    /// The tool's name, which a requirement's action is matched against.
     pub action: String,
+    /// The result was not an error (false for an unfinished call).
     pub success: bool,
+    /// What the result showed (its structured data, or its text when a JSON object).
     pub evidence: Map<String, Value>,
+    /// The call's id in the trace, so an envelope's event can be found in the log.
     pub source_event_id: Option<String>,
     /// What the agent asked for; never evidence. Output only with object-form
     /// requirements (seed 001's case format has no such member).
@@ -216,20 +233,31 @@ impl AdaptedEvent {
 /// Where an envelope came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
+    /// The adapter and its version (`openai-tool-trace@1`), so a reader knows the mapping.
     pub adapter: &'static str,
+    /// The kind of log it read (`openai-tool-trace`).
     pub source_type: &'static str,
+    /// The caller's name for the trace (`--source-ref`), to find it again.
     pub source_ref: String,
+    /// SHA-256 (hex) of what was read — the bytes of an agent-native log, else the
+    /// trace re-serialized canonically — so the envelope pins its input.
     pub raw_sha256: String,
 }
 
 /// A trace converted into a case, with its provenance kept apart from its evidence.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope {
+    /// The wrapper's `trace_id` (without a wrapper, the `--source-ref`): the case id.
     pub trace_id: String,
+    /// What the agent was asked to do.
     pub task: String,
+    /// Whether the agent said it was done: the claim the evidence is checked against.
     pub completion_claimed: bool,
+    /// The owner's requirements, from their own file (never from the trace).
     pub requirements: Requirements,
+    /// One event per call, in the trace's order.
     pub events: Vec<AdaptedEvent>,
+    /// Where the trace came from.
     pub source: Source,
 }
 
