@@ -8,6 +8,7 @@ mod cmd;
 mod exit;
 mod input;
 mod output;
+mod stderr_hooks;
 
 use clap::{Parser, Subcommand};
 

@@ -165,6 +165,9 @@ pub trait Hooks {
     fn bad_line(&mut self, _label: &str, _err: &LineError) {}
     /// After each chunk: bytes and cases done so far.
     fn progress(&mut self, _bytes: u64, _cases: u64) {}
+    /// A message for the person running it: a trace skipped under `keep_going`, a rule
+    /// the trace format implies, how many lines were skipped.
+    fn note(&mut self, _msg: &str) {}
 }
 
 /// Hooks that do nothing.

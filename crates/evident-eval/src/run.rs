@@ -1,13 +1,14 @@
 //! What `evident eval` and `evident adapt` do, so the CLI modules only parse
-//! arguments: open the inputs, wire stderr (bad lines, progress) and run the engine.
+//! arguments and print: open the inputs and run the engine. Bad lines, skipped traces,
+//! notes and progress go to the caller's [`Hooks`]; nothing here prints or picks an
+//! exit code.
 
 use std::fs::File;
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use crate::adapt::{self, AdaptOptions, Format, Requirements};
-use crate::engine::{self, EngineError, Hooks, LineError, Mode, Options};
+use crate::engine::{self, EngineError, Hooks, Mode, Options};
 
 /// One `evident eval` invocation.
 #[derive(Debug, Clone)]
@@ -24,21 +25,71 @@ pub struct EvalRequest {
     pub adapter: Option<(Format, PathBuf)>,
     /// What the trace format does not record (`openai-chat`).
     pub adapt_options: AdaptOptions,
-    /// Allow a progress line on stderr (only drawn when stderr is a terminal).
-    pub progress: bool,
 }
 
-/// Runs `evident eval`. Results go to `out`; bad lines under `keep_going` and the
-/// progress line go to stderr. `Ok(0)`: every line evaluated; `Ok(2)`: finished, but
-/// some lines or traces were bad; `Err`: the run stopped (exit 2).
-pub fn eval(req: &EvalRequest, out: &mut dyn Write) -> Result<u8, String> {
-    match &req.adapter {
-        None => eval_jsonl(req, out),
-        Some((format, reqs)) => eval_traces(req, *format, reqs, out),
+/// Why a run stopped: an input that cannot be read, the first bad line without
+/// `keep_going`, a bad requirements file (each message names its file).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RunError(String);
+
+impl From<String> for RunError {
+    fn from(message: String) -> RunError {
+        RunError(message)
     }
 }
 
-fn eval_jsonl(req: &EvalRequest, out: &mut dyn Write) -> Result<u8, String> {
+impl From<&str> for RunError {
+    fn from(message: &str) -> RunError {
+        RunError(message.to_string())
+    }
+}
+
+/// A run that went to the end: what was skipped under `keep_going`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Finished {
+    /// Case lines that could not be evaluated.
+    pub bad_lines: u64,
+    /// Trace files that could not be adapted.
+    pub bad_traces: u64,
+}
+
+impl Finished {
+    /// Was every input evaluated?
+    pub fn complete(&self) -> bool {
+        self.bad_lines == 0 && self.bad_traces == 0
+    }
+}
+
+/// Runs `evident eval`. Results go to `out`; bad lines and traces skipped under
+/// `keep_going`, notes and progress go to `hooks` (`progress` gets the input's size as
+/// `total` when it is a file).
+pub fn eval(
+    req: &EvalRequest,
+    out: &mut dyn Write,
+    hooks: &mut dyn Hooks,
+) -> Result<Finished, RunError> {
+    match &req.adapter {
+        None => eval_jsonl(req, out, hooks),
+        Some((format, reqs)) => eval_traces(req, *format, reqs, out, hooks),
+    }
+}
+
+/// The size of an `eval` input, for a progress line's percentage.
+pub fn input_size(req: &EvalRequest) -> Option<u64> {
+    match (req.adapter.as_ref(), req.inputs.as_slice()) {
+        (None, [input]) if input.as_os_str() != "-" => {
+            std::fs::metadata(input).ok().map(|m| m.len())
+        }
+        _ => None,
+    }
+}
+
+fn eval_jsonl(
+    req: &EvalRequest,
+    out: &mut dyn Write,
+    hooks: &mut dyn Hooks,
+) -> Result<Finished, RunError> {
     let [input] = req.inputs.as_slice() else {
         return Err(
             "give one case JSONL file (or - for standard input); several inputs need --adapter"
@@ -48,26 +99,28 @@ fn eval_jsonl(req: &EvalRequest, out: &mut dyn Write) -> Result<u8, String> {
     let mut opts = Options::new(req.mode, "");
     opts.keep_going = req.keep_going;
     opts.threads = req.threads;
-    let mut hooks = StderrHooks::new(req.progress, None);
     let summary = if input.as_os_str() == "-" {
         opts.label = "<stdin>".into();
         let mut stdin = io::stdin();
-        engine::run(&mut stdin, out, &opts, &mut hooks, None)
+        engine::run(&mut stdin, out, &opts, hooks, None)
     } else {
         opts.label = input.display().to_string();
         let mut f = File::open(input).map_err(|e| format!("{}: {e}", input.display()))?;
-        hooks.total = f.metadata().ok().map(|m| m.len());
         let path = input.clone();
         let reopen = move || -> io::Result<Box<dyn Read>> { Ok(Box::new(File::open(&path)?)) };
-        engine::run(&mut f, out, &opts, &mut hooks, Some(&reopen))
+        engine::run(&mut f, out, &opts, hooks, Some(&reopen))
     };
-    hooks.clear();
     let summary = summary.map_err(|e| e.to_string())?;
     if summary.bad_lines > 0 {
-        eprintln!("{}: {} bad line(s) skipped", opts.label, summary.bad_lines);
-        return Ok(2);
+        hooks.note(&format!(
+            "{}: {} bad line(s) skipped",
+            opts.label, summary.bad_lines
+        ));
     }
-    Ok(0)
+    Ok(Finished {
+        bad_lines: summary.bad_lines,
+        bad_traces: 0,
+    })
 }
 
 fn eval_traces(
@@ -75,12 +128,13 @@ fn eval_traces(
     format: Format,
     reqs_path: &Path,
     out: &mut dyn Write,
-) -> Result<u8, String> {
+    hooks: &mut dyn Hooks,
+) -> Result<Finished, RunError> {
     if req.inputs.is_empty() || req.inputs.iter().any(|p| p.as_os_str() == "-") {
         return Err("give trace files or directories to read with --adapter (standard input holds case JSONL only)".into());
     }
     let reqs = read_requirements(reqs_path)?;
-    note_success_rule(format, &req.adapt_options);
+    note_success_rule(format, &req.adapt_options, hooks);
     let files = list_traces(&req.inputs)?;
     if files.is_empty() {
         return Err("no trace files found (a directory contributes its *.json files)".into());
@@ -94,41 +148,44 @@ fn eval_traces(
         buf: Vec::new(),
         pos: 0,
         keep_going: req.keep_going,
-        bad: 0,
+        skipped: Vec::new(),
     };
     let mut opts = Options::new(req.mode, format!("--adapter {}", format.name()));
     opts.keep_going = req.keep_going;
     opts.threads = req.threads;
-    let mut hooks = StderrHooks::new(req.progress, None);
-    let res = engine::run(&mut reader, out, &opts, &mut hooks, None);
-    hooks.clear();
+    let res = engine::run(&mut reader, out, &opts, hooks, None);
+    for msg in &reader.skipped {
+        hooks.note(msg);
+    }
+    let bad_traces = reader.skipped.len() as u64;
+    if bad_traces > 0 {
+        hooks.note(&format!("{bad_traces} trace file(s) skipped"));
+    }
     match res {
-        Ok(_) if reader.bad > 0 => {
-            eprintln!("{} trace file(s) skipped", reader.bad);
-            Ok(2)
-        }
-        Ok(s) if s.bad_lines > 0 => Ok(2),
-        Ok(_) => Ok(0),
+        Ok(s) => Ok(Finished {
+            bad_lines: s.bad_lines,
+            bad_traces,
+        }),
         Err(EngineError::Io { source, .. }) if source.kind() == io::ErrorKind::InvalidData => {
-            Err(source.to_string())
+            Err(source.to_string().into())
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.to_string().into()),
     }
 }
 
 /// The chat format has no error flag: say so when no `--error-prefix` decides.
-fn note_success_rule(format: Format, opts: &AdaptOptions) {
+fn note_success_rule(format: Format, opts: &AdaptOptions, hooks: &mut dyn Hooks) {
     if format == Format::OpenAiChat && opts.error_prefixes.is_empty() {
-        eprintln!(
-            "note: openai-chat records no error flag and no --error-prefix was given: every tool result counts as a success"
+        hooks.note(
+            "note: openai-chat records no error flag and no --error-prefix was given: every tool result counts as a success",
         );
     }
 }
 
 /// Reads and checks a requirements file; errors name the file.
-pub fn read_requirements(path: &Path) -> Result<Requirements, String> {
+pub fn read_requirements(path: &Path) -> Result<Requirements, RunError> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    adapt::parse_requirements(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    adapt::parse_requirements(&bytes).map_err(|e| RunError(format!("{}: {e}", path.display())))
 }
 
 /// Expands directories to their `*.json` files (sorted by name, not recursive).
@@ -168,7 +225,8 @@ struct TraceCases {
     buf: Vec<u8>,
     pos: usize,
     keep_going: bool,
-    bad: u64,
+    /// Why each trace skipped under `keep_going` was (told to the hooks after the run).
+    skipped: Vec<String>,
 }
 
 impl TraceCases {
@@ -202,10 +260,7 @@ impl Read for TraceCases {
                     self.buf = line;
                     self.pos = 0;
                 }
-                Err(msg) if self.keep_going => {
-                    eprintln!("{msg}");
-                    self.bad += 1;
-                }
+                Err(msg) if self.keep_going => self.skipped.push(msg),
                 Err(msg) => return Err(io::Error::new(io::ErrorKind::InvalidData, msg)),
             }
         }
@@ -213,66 +268,6 @@ impl Read for TraceCases {
         out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
         self.pos += n;
         Ok(n)
-    }
-}
-
-/// Prints bad lines, and a progress line when stderr is a terminal and the run is long.
-struct StderrHooks {
-    enabled: bool,
-    total: Option<u64>,
-    start: Instant,
-    last: Option<Instant>,
-    drawn: bool,
-}
-
-impl StderrHooks {
-    fn new(progress: bool, total: Option<u64>) -> Self {
-        StderrHooks {
-            enabled: progress && io::stderr().is_terminal(),
-            total,
-            start: Instant::now(),
-            last: None,
-            drawn: false,
-        }
-    }
-
-    fn clear(&mut self) {
-        if self.drawn {
-            eprint!("\r\x1b[2K");
-            self.drawn = false;
-        }
-    }
-}
-
-impl Hooks for StderrHooks {
-    fn bad_line(&mut self, label: &str, e: &LineError) {
-        self.clear();
-        eprintln!("{label}:{}: {}", e.line, e.message);
-    }
-
-    fn progress(&mut self, bytes: u64, cases: u64) {
-        // Only for runs that last: nothing is drawn in the first half second.
-        let now = Instant::now();
-        let since = now.duration_since(self.start);
-        if !self.enabled || since < Duration::from_millis(500) {
-            return;
-        }
-        if self
-            .last
-            .is_some_and(|l| now.duration_since(l) < Duration::from_millis(100))
-        {
-            return;
-        }
-        self.last = Some(now);
-        let mb = bytes as f64 / 1e6;
-        let rate = mb / since.as_secs_f64();
-        let pct = match self.total {
-            Some(t) if t > 0 => format!("{:>3.0}% ", bytes as f64 * 100.0 / t as f64),
-            _ => String::new(),
-        };
-        eprint!("\r\x1b[2K{pct}{cases} cases, {mb:.0} MB, {rate:.0} MB/s");
-        let _ = io::stderr().flush();
-        self.drawn = true;
     }
 }
 
@@ -296,10 +291,14 @@ pub struct AdaptRequest {
 }
 
 /// Runs `evident adapt`: the canonical case (or the envelope) as indented JSON, or on
-/// one line.
-pub fn adapt(req: &AdaptRequest, out: &mut dyn Write) -> Result<u8, String> {
+/// one line; a note the format implies goes to `hooks`.
+pub fn adapt(
+    req: &AdaptRequest,
+    out: &mut dyn Write,
+    hooks: &mut dyn Hooks,
+) -> Result<(), RunError> {
     let reqs = read_requirements(&req.requirements)?;
-    note_success_rule(req.format, &req.adapt_options);
+    note_success_rule(req.format, &req.adapt_options, hooks);
     let (label, bytes) = if req.trace.as_os_str() == "-" {
         let mut b = Vec::new();
         io::stdin()
@@ -332,5 +331,5 @@ pub fn adapt(req: &AdaptRequest, out: &mut dyn Write) -> Result<u8, String> {
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
         .map_err(|e| format!("stdout: {e}"))?;
-    Ok(0)
+    Ok(())
 }

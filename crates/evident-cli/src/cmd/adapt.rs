@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use evident_eval::adapt::Format;
 use evident_eval::run::{AdaptRequest, adapt};
 
+use crate::stderr_hooks::StderrHooks;
+
 /// Arguments of `evident adapt`.
 ///
 /// Formats: generic, openai (a tool_call/tool_result record list), anthropic (Messages API), openai-responses
@@ -65,5 +67,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         },
     };
     let stdout = std::io::stdout();
-    adapt(&req, &mut stdout.lock()).map_err(anyhow::Error::msg)
+    adapt(&req, &mut stdout.lock(), &mut StderrHooks::new(false, None))?;
+    Ok(0)
 }

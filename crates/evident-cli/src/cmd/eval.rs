@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use evident_eval::adapt::Format;
 use evident_eval::engine::Mode;
-use evident_eval::run::{EvalRequest, eval};
+use evident_eval::run::{EvalRequest, eval, input_size};
+
+use crate::stderr_hooks::StderrHooks;
 
 /// Arguments of `evident eval`.
 ///
@@ -97,9 +99,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             error_prefixes: args.error_prefix,
             claimed: args.claimed,
         },
-        progress: !args.no_progress,
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    eval(&req, &mut out).map_err(anyhow::Error::msg)
+    let mut hooks = StderrHooks::new(!args.no_progress, input_size(&req));
+    let finished = eval(&req, &mut out, &mut hooks);
+    hooks.clear();
+    // Exit 2 when the run finished but skipped bad lines or traces (--keep-going).
+    Ok(if finished?.complete() { 0 } else { 2 })
 }
