@@ -117,8 +117,10 @@ fn verifies(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checkpoint {
+    /// Always [`CHECKPOINT_TYPE`], so a stray JSON line is not taken for a checkpoint.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The checkpoint format version; only 1 exists.
     pub v: u32,
     /// The ledger's location as shown in messages (no password); informative.
     pub ledger: String,
@@ -130,7 +132,9 @@ pub struct Checkpoint {
     pub time: String,
     /// The verifier id of the key that signed it.
     pub verifier: String,
+    /// `sha256:<hex>` of the signing public key (a hint; the trust list decides).
     pub keyid: String,
+    /// Base64 of the Ed25519 signature over every other field.
     pub sig: String,
 }
 
@@ -205,24 +209,38 @@ impl Checkpoint {
 /// checkpoint a trusted key signed.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
+    /// The checkpoint could not be appended (and so the head is not witnessed).
     #[error("cannot write checkpoint file {path}: {source}")]
     Write {
+        /// The checkpoint file.
         path: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// The checkpoint file could not be read.
     #[error("cannot read checkpoint file {path}: {source}")]
     Read {
+        /// The checkpoint file.
         path: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// A line is not a checkpoint a trusted key signed: someone else wrote there.
     #[error("checkpoint file {path}:{line}: {why}")]
     Invalid {
+        /// The checkpoint file.
         path: String,
+        /// The offending line, from 1.
         line: usize,
+        /// Why it is refused (malformed, untrusted signer, bad signature).
         why: String,
     },
+    /// The file has no checkpoint, so it can vouch for nothing (fail closed).
     #[error("checkpoint file {path} holds no checkpoint")]
-    Empty { path: String },
+    Empty {
+        /// The checkpoint file.
+        path: String,
+    },
 }
 
 /// Append one checkpoint line to `path` (created if missing) and flush it to disk.

@@ -25,6 +25,8 @@
 //! # Ok::<(), evident_ledger::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod appender;
 pub mod attest;
 pub mod canon;
@@ -111,11 +113,16 @@ pub enum ErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("ledger {location}: {message}")]
 pub struct Error {
+    /// What kind of failure, for a caller that reacts differently (a missing ledger
+    /// is not a broken one).
     pub kind: ErrorKind,
+    /// The ledger as shown to users: a path, or a URL with its password removed.
     pub location: String,
+    /// What went wrong, with known secrets scrubbed out.
     pub message: String,
 }
 
+/// Every ledger operation fails with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Where a ledger lives.

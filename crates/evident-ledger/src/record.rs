@@ -59,8 +59,11 @@ pub struct Record {
     pub id: u64,
     /// When it was appended (UTC, `YYYY-MM-DDTHH:MM:SS.ffffffZ`).
     pub time: String,
+    /// What made the decision ([`NewEntry::kind`]).
     pub kind: String,
+    /// The claim's `task.id`, when it has one.
     pub task_id: Option<String>,
+    /// The verdict state recorded (`verified`, `refuted`, …).
     pub state: String,
     /// `sha256:<hex>` of the stored claim's canonical JSON.
     pub claim_digest: String,
@@ -72,6 +75,7 @@ pub struct Record {
     pub claim: Value,
     /// The contract with secrets removed.
     pub contract: Option<Value>,
+    /// The verdict as decided, with secrets removed.
     pub verdict: Value,
     /// Who asked, through what ([`NewEntry::origin`]).
     pub origin: Option<Value>,
@@ -125,17 +129,27 @@ impl Record {
 /// A record without its documents (`claim`, `contract`): what `evident log` lists.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
+    /// Position in the chain, from 1.
     pub id: u64,
+    /// When it was appended, in the stored form ([`format_time`]).
     pub time: String,
+    /// What made the decision (`verify`, `gate`, …).
     pub kind: String,
+    /// The claim's `task.id`, when it has one.
     pub task_id: Option<String>,
+    /// The verdict state recorded.
     pub state: String,
+    /// `sha256:<hex>` of the stored claim: names the claim without carrying it.
     pub claim_digest: String,
+    /// `sha256:<hex>` of the stored contract, when one was used.
     pub contract_digest: Option<String>,
+    /// The verdict as recorded.
     pub verdict: Value,
     /// Who asked, through what ([`NewEntry::origin`]).
     pub origin: Option<Value>,
+    /// The previous record's hash ([`GENESIS`] for the first).
     pub prev_hash: String,
+    /// This record's hash: what the next record and any signature bind to.
     pub hash: String,
 }
 
@@ -437,7 +451,7 @@ pub fn format_time(t: OffsetDateTime) -> String {
 
 /// One stored row as the stores return it.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     pub id: i64,
     pub time: String,
     pub kind: String,
@@ -525,6 +539,8 @@ pub struct Break {
     /// The id of the first record that does not verify (for a missing record, the id
     /// the chain expected there).
     pub id: u64,
+    /// What is wrong with it and the likely cause (deleted, edited, truncated), for
+    /// the person reading `ledger verify`.
     pub reason: String,
 }
 

@@ -17,8 +17,11 @@ use evident_sign::Key;
 /// Which records to list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
+    /// Only records with this verdict state (`refuted`, …).
     pub state: Option<String>,
+    /// Only records of this task (the claim's `task.id`).
     pub task_id: Option<String>,
+    /// Only records made by this command (`verify`, `gate`, …).
     pub kind: Option<String>,
     /// Inclusive lower bound on `time`, in the stored form (see [`crate::format_time`]).
     pub since: Option<String>,
@@ -30,6 +33,7 @@ pub struct Filter {
     pub after_id: Option<u64>,
     /// At most this many records (the newest when `newest_first`).
     pub limit: Option<u64>,
+    /// Descending id order, as a log is read; ascending (chain order) otherwise.
     pub newest_first: bool,
 }
 

@@ -26,10 +26,20 @@ use serde_json::Value;
 pub enum CanonError {
     /// A number outside the IEEE 754 double range (RFC 8785 § 3.2.2.3 requires an error).
     #[error("number at {path} ({text}) is outside the IEEE 754 double range")]
-    NumberOutOfRange { path: String, text: String },
+    NumberOutOfRange {
+        /// Where the number is, as a JSON path from `$`.
+        path: String,
+        /// The number as written.
+        text: String,
+    },
     /// A number whose text is not a JSON number (cannot happen for parsed input).
     #[error("number at {path} ({text}) is not a JSON number")]
-    BadNumber { path: String, text: String },
+    BadNumber {
+        /// Where the number is, as a JSON path from `$`.
+        path: String,
+        /// The text that does not parse.
+        text: String,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -19,6 +19,8 @@
 //! `signature` field removed; the signature is Ed25519 over DSSE's pre-authentication
 //! encoding `"DSSEv1" SP len(type) SP type SP len(payload) SP payload`.
 
+#![warn(missing_docs)]
+
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -40,27 +42,47 @@ pub const PRIVATE_KEY_TYPE: &str = "evident-ed25519-private-key";
 /// A key file could not be read, parsed or written.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
+    /// The file could not be read (missing, unreadable).
     #[error("cannot read key file {path}: {source}")]
     Read {
+        /// The key file, as the user named it.
         path: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// A key file could not be created or written.
     #[error("cannot write key file {path}: {source}")]
     Write {
+        /// The file being written (the private key or its `.pub`).
         path: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// A key file already exists: generating never replaces a key someone may rely on.
     #[error("{path} already exists; refusing to overwrite a key (remove it first)")]
-    Exists { path: String },
+    Exists {
+        /// The file that is in the way.
+        path: String,
+    },
+    /// The file is not an evident private key, or its halves do not belong together.
     #[error("key file {path} is not a valid evident private key: {why}")]
-    Invalid { path: String, why: String },
+    Invalid {
+        /// The key file, as the user named it.
+        path: String,
+        /// What is wrong; never the key material.
+        why: String,
+    },
 }
 
 /// A signature could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum SignError {
+    /// Only a JSON object has a `signature` field to carry the envelope.
     #[error("an evidence item to sign must be a JSON object, found {found}")]
-    NotAnObject { found: &'static str },
+    NotAnObject {
+        /// The JSON type given instead (`an array`, `a string`, …).
+        found: &'static str,
+    },
 }
 
 /// An Ed25519 signing key with the verifier id it signs as.
@@ -322,7 +344,9 @@ pub fn attach_signature(item: &mut Value, key: &Key) -> Result<(), SignError> {
 /// `public_key`. An id may be listed more than once (key rotation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustedVerifier {
+    /// The `verifier.id` this key may sign evidence as.
     pub id: String,
+    /// The Ed25519 key a signature must verify with.
     pub public_key: VerifyingKey,
 }
 
@@ -339,6 +363,7 @@ impl TrustedVerifier {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "TrustListFile")]
 pub struct TrustList {
+    /// Every trusted (id, key) pair, in file order; an empty list trusts no one.
     pub verifiers: Vec<TrustedVerifier>,
 }
 
@@ -365,13 +390,22 @@ struct EntryShape {
 /// A trust list could not be read or parsed.
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
+    /// The file could not be read (missing, unreadable).
     #[error("cannot read trust list {path}: {source}")]
     Read {
+        /// The trust list, as the user named it.
         path: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// The file is not a trust list, or an entry's key does not decode.
     #[error("trust list {path}: {why}")]
-    Invalid { path: String, why: String },
+    Invalid {
+        /// The trust list, as the user named it.
+        path: String,
+        /// What is wrong, naming the entry (`verifiers[2].public_key: …`).
+        why: String,
+    },
 }
 
 impl TryFrom<TrustListFile> for TrustList {
@@ -457,22 +491,51 @@ impl TrustList {
 /// Why an evidence item is not authenticated by a trust list.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
+    /// The item is not a JSON object, so it names no verifier and carries no envelope.
     #[error("the evidence item is {found}, not an object")]
-    NotAnObject { found: &'static str },
+    NotAnObject {
+        /// The JSON type found instead.
+        found: &'static str,
+    },
+    /// Without `verifier.id` there is no way to pick the keys that may sign it.
     #[error("the evidence item has no `verifier.id` string")]
     NoVerifierId,
+    /// The item has no `signature` field: a trust list admits only signed evidence.
     #[error("the evidence item carries no `signature` envelope")]
     Unsigned,
+    /// The item names a verifier the owner does not trust, however well it is signed.
     #[error("verifier {id:?} is not in the trust list")]
-    UntrustedVerifier { id: String },
+    UntrustedVerifier {
+        /// The item's `verifier.id`.
+        id: String,
+    },
+    /// The `signature` field is not a DSSE envelope evident can read.
     #[error("the `signature` envelope is malformed: {why}")]
-    BadEnvelope { why: String },
+    BadEnvelope {
+        /// Which part is missing or does not decode.
+        why: String,
+    },
+    /// The envelope is over something other than an evidence item (a ledger record's
+    /// hash, say), so it cannot vouch for one.
     #[error("the envelope's payloadType is {found:?}, expected {PAYLOAD_TYPE:?}")]
-    WrongPayloadType { found: String },
+    WrongPayloadType {
+        /// The envelope's `payloadType`.
+        found: String,
+    },
+    /// No signature verifies with any key trusted for this verifier: forged, or signed
+    /// with a key the owner has not listed.
     #[error("no signature in the envelope verifies with a key the trust list gives {id:?}")]
-    BadSignature { id: String },
+    BadSignature {
+        /// The item's `verifier.id`.
+        id: String,
+    },
+    /// The signature is genuine but over different content: the item was edited after
+    /// it was signed.
     #[error("the item differs from what was signed ({detail}); it was changed after signing")]
-    ContentMismatch { detail: String },
+    ContentMismatch {
+        /// The top-level fields that differ.
+        detail: String,
+    },
 }
 
 impl AuthError {

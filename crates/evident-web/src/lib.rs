@@ -14,6 +14,8 @@
 //! checks held out. Who may open it is the mounting server's business (loopback, or
 //! a bearer token).
 
+#![warn(missing_docs)]
+
 mod text;
 pub mod view;
 

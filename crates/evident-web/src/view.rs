@@ -24,6 +24,7 @@ pub const TASK_SHORT: usize = 80;
 /// At most this many expected keys are drawn for one evidence item (those that differ
 /// or were not observed first), and this many over the whole page.
 pub const MAX_KEYS: usize = 100;
+/// At most this many expected keys over the whole page (see [`MAX_KEYS`]).
 pub const MAX_PAGE_KEYS: usize = 2000;
 /// At most this many observed keys the expectation does not name, per item.
 pub const MAX_EXTRA: usize = 50;
@@ -31,23 +32,34 @@ pub const MAX_EXTRA: usize = 50;
 /// value is cut to [`SPENT_VALUE`] characters. Each value is cut to `VALUE` anyway;
 /// this bounds the page when a document holds thousands of them.
 pub const MAX_PAGE_VALUES: usize = 500_000;
+/// Characters of each value once [`MAX_PAGE_VALUES`] is spent: enough to recognise it.
 pub const SPENT_VALUE: usize = 40;
 /// The decision is shown as JSON up to this many characters.
 pub const MAX_RAW: usize = 256 * 1024;
 
 /// One row of the decisions list.
 pub struct Row {
+    /// The record's id in the ledger.
     pub id: u64,
+    /// The decision's own page (`/decisions/{id}`).
     pub href: String,
+    /// The verdict state as recorded.
     pub state: String,
+    /// The state's CSS class ([`state_class`]): colour follows the state.
     pub state_class: &'static str,
     /// `blocked` / `allowed` for an unverified decision whose record says which.
     pub status: Option<String>,
+    /// What made the decision (`verify`, `gate`, …), cut short.
     pub kind: String,
+    /// The claim's `task.id`, or `—` when it has none.
     pub task: String,
+    /// The contract's name, else the start of its digest, else `—`.
     pub contract: String,
+    /// Who asked, when the serving surface recorded it.
     pub asked_by: Option<String>,
+    /// When it was recorded, as shown.
     pub time: String,
+    /// When it was recorded, as stored: the `<time datetime>` a script can read.
     pub time_iso: String,
 }
 
@@ -116,52 +128,86 @@ pub enum Prev {
 
 /// The decision page.
 pub struct Explained {
+    /// The record's id in the ledger.
     pub id: u64,
+    /// What made the decision (`verify`, `gate`, …), cut short.
     pub kind: String,
+    /// A gate decision: evident observed the world under an owner's contract.
     pub is_gate: bool,
+    /// A verify decision: decided from the evidence the document carried, which the
+    /// page says plainly.
     pub is_verify: bool,
+    /// The verdict state as recorded.
     pub state: String,
+    /// The state's CSS class ([`state_class`]).
     pub state_class: &'static str,
+    /// `blocked` / `allowed` beside an unverified state, when the record says which.
     pub status: Option<String>,
+    /// The claim's `task.id` in full (up to the page's limit), or `—`.
     pub task: String,
     /// The task id as the verdict panel shows it: short, in the agent's typeface,
     /// never at heading size (it is the agent's text, beside the verdict).
     pub task_short: String,
+    /// The claim's `task.description`: the agent's words, shown as its words.
     pub task_description: Option<String>,
+    /// The claim's `task.requested_by`, as the claim says (not verified).
     pub requested_by: Option<String>,
+    /// What the agent says it achieved, to set against the verdict.
     pub claimed_outcome: Option<String>,
+    /// The contract's name, else the start of its digest, else `—`.
     pub contract: String,
+    /// The contract's full digest, when one was used.
     pub contract_digest: Option<String>,
+    /// Who asked, when the serving surface recorded it.
     pub asked_by: Option<String>,
+    /// Through what it was asked (`http`, `mcp`, …), when a service recorded it.
     pub via: Option<String>,
     /// How many evidence items belong to held-out checks (shown without detail).
     pub held_out: usize,
+    /// When it was recorded, as shown.
     pub time: String,
+    /// When it was recorded, as stored (`<time datetime>`).
     pub time_iso: String,
+    /// The verdict's `decided_at`, as shown: the instant freshness is measured from.
     pub decided_at: String,
+    /// The verdict's `decided_at` as written (`<time datetime>`), or empty.
     pub decided_at_iso: String,
+    /// The verdict's own sentence saying why it is what it is.
     pub reason: String,
+    /// The verdict's `unmet` list: what the policy required and did not get.
     pub unmet: Vec<String>,
+    /// The policy the decision was made under, as (label, value) rows.
     pub policy: Vec<(String, String)>,
     /// Set when the claim or verdict of the decision could not be read back: the page
     /// then shows the record and this reason, and nothing derived from them.
     pub unreadable: Option<String>,
+    /// Mutations, evidence, the freshness window and the decision, in time order.
     pub timeline: Vec<Event>,
+    /// One sentence on the freshness window (from when to when evidence counts).
     pub window: Option<String>,
+    /// Which evidence covers which mutation.
     pub matrix: Matrix,
+    /// Each drawn evidence item's observation next to its expectation.
     pub checks: Vec<Check>,
+    /// Evidence items the record holds beyond those drawn ([`MAX_ITEMS`]).
     pub more_evidence: usize,
+    /// Mutations the record holds beyond those drawn ([`MAX_ITEMS`]).
     pub more_mutations: usize,
+    /// The ledger record: hash, chain link, signature status, raw JSON.
     pub record: RecordView,
 }
 
 /// One point on the timeline.
 pub struct Event {
+    /// When, as shown.
     pub time: String,
+    /// When, as written (`<time datetime>`), or empty for a computed instant.
     pub time_iso: String,
     /// `mutation`, `evidence`, `window`, `decision`, `recorded`.
     pub class: &'static str,
+    /// What happened (`mutation m1`, `[0] state_readback`, `decided: verified`).
     pub title: String,
+    /// One sentence more: what changed, or who observed it and what it covers.
     pub detail: String,
     /// Where it lies relative to the decision (`3 min 2 s before the decision`).
     pub relative: String,
@@ -169,70 +215,104 @@ pub struct Event {
     pub freshness: &'static str,
     /// Evidence only: the verdict's code for it (`satisfies`, `contradicts`, …).
     pub code: String,
+    /// The code's CSS class (`satisfies`, `contradicts`, `unusable`, `none`).
     pub code_class: &'static str,
     /// Inside the freshness window (drawn inside its band).
     pub in_window: bool,
     /// A note about the gap since the previous point, when it is long.
     pub gap: Option<String>,
+    /// The id of the card it links to on the page (`evidence-3`, `record`), or empty.
     pub anchor: String,
 }
 
 /// The coverage matrix: evidence items (rows) × mutations (columns).
 pub struct Matrix {
+    /// One per drawn mutation.
     pub columns: Vec<Column>,
     /// A column for task-level items (`covers` empty), when there are any.
     pub task_column: bool,
+    /// One per drawn evidence item.
     pub rows: Vec<MatrixRow>,
 }
 
+/// A mutation's column of the coverage matrix.
 pub struct Column {
+    /// The mutation's id, as items name it in `covers`.
     pub id: String,
+    /// Its kind and target, as the claim gives them.
     pub label: String,
+    /// Some item that satisfies names it: the change is backed by evidence.
     pub covered: bool,
+    /// Which items cover it, or how many name it without satisfying.
     pub covered_text: String,
 }
 
+/// An evidence item's row of the coverage matrix.
 pub struct MatrixRow {
+    /// `[i] check_type check_id (wave)`.
     pub label: String,
+    /// The item's card on the page (`evidence-{i}`).
     pub anchor: String,
     /// The finding's sentence (stale, self-attested, …), once for the row.
     pub why: String,
+    /// One per column, in column order.
     pub cells: Vec<Cell>,
+    /// The task-level cell, when the matrix has that column.
     pub task_cell: Option<Cell>,
 }
 
+/// One cell of the coverage matrix: what this item says of this mutation.
 pub struct Cell {
     /// `satisfies`, `contradicts`, `unusable` or `none` (the item does not cover it).
     pub class: &'static str,
+    /// The finding's code in words, or `—`.
     pub label: String,
 }
 
 /// One evidence item: its observation next to its expectation.
 pub struct Check {
+    /// The item's position in the claim's `evidence` (what findings refer to).
     pub index: usize,
+    /// The card's id on the page (`evidence-{index}`), which the timeline links to.
     pub anchor: String,
+    /// The item's `check_id`: which contract check it answers.
     pub check_id: Option<String>,
+    /// What kind of observation it is (`state_readback`, `endpoint_health`, …).
     pub check_type: String,
+    /// What was observed, or `-`.
     pub target: String,
+    /// `before`, `command` or `after`: when the gate observed it relative to the
+    /// contract's commands.
     pub wave: Option<String>,
+    /// The `verifier.id` that says it made the observation.
     pub verifier: String,
+    /// `independent`, `self_attested` or `absent`: whether the agent graded itself.
     pub verifier_kind: String,
     /// What the item's own signature amounts to, when it carries one: the agent can
     /// attach any bytes, so "signed" alone would read as authenticated. Accepted only
     /// when the verdict used the item (it then verified with a trusted key).
     pub signature: Option<&'static str>,
+    /// When it was observed, as shown: what freshness is judged on.
     pub at: String,
+    /// When it was observed, as written (`<time datetime>`).
     pub at_iso: String,
+    /// The mutations it covers, or `the task (no mutation)`.
     pub covers: String,
+    /// The verdict's code for it (`satisfies`, …), or `no finding`.
     pub code: String,
+    /// The code's CSS class.
     pub code_class: &'static str,
+    /// The finding's sentence: why the item counted or did not.
     pub detail: String,
+    /// The expected keys drawn, those that differ or were not observed first.
     pub keys: Vec<KeyRow>,
     /// Expected keys not drawn (over [`MAX_KEYS`] or the page's allowance).
     pub more_keys: usize,
+    /// Observed keys the expectation does not name, as (key, value).
     pub extra: Vec<(String, String)>,
     /// Other observed keys not drawn (over [`MAX_EXTRA`]).
     pub more_extra: usize,
+    /// The item's `observation_error`: the observation itself failed.
     pub observation_error: Option<String>,
     /// `observed_value` is not an object: shown whole.
     pub observed_other: Option<String>,
@@ -242,27 +322,42 @@ pub struct Check {
 
 /// One expected key.
 pub struct KeyRow {
+    /// The key, as the expectation names it.
     pub key: String,
+    /// The expected value, as JSON (cut to fit the page).
     pub expected: String,
+    /// The observed value, as JSON, or `—` when it was not observed.
     pub observed: String,
     /// `match`, `mismatch` or `missing`.
     pub class: &'static str,
+    /// The class in words (`matches`, `differs`, `not observed`).
     pub label: &'static str,
 }
 
 /// The ledger record itself.
 pub struct RecordView {
+    /// The record's id in the ledger.
     pub id: u64,
+    /// The record's hash: what the next record and its signature bind to.
     pub hash: String,
+    /// The hash it says precedes it.
     pub prev_hash: String,
+    /// The previous record's page, unless this is record 1.
     pub prev_href: Option<String>,
+    /// `sha256:` of the stored claim, to match against a copy someone holds.
     pub claim_digest: String,
+    /// `sha256:` of the stored contract, when one was used.
     pub contract_digest: Option<String>,
     /// `ok`, `bad` or `unknown`, and the sentence.
     pub link_class: &'static str,
+    /// Whether `prev_hash` is the previous record's hash, in words.
     pub link_text: String,
+    /// `ok` (verifies with a trusted key), `bad`, or `unknown` (no trust list, or
+    /// unsigned without one).
     pub signature_class: &'static str,
+    /// Who signed it and whether that was checked, in words.
     pub signature_text: String,
+    /// The decision as JSON, as `GET /v1/decisions/{id}` serves it.
     pub raw: String,
 }
 
