@@ -376,6 +376,20 @@ pub fn assess(goal: &str, items: &[Item], caution: f64) -> Result<Belief, Belief
     })
 }
 
+/// Withholds acceptance when a fresh observation could not judge every goal condition
+/// (`unjudged`: an I/O error, a copy whose source is unreadable): fail closed, whatever
+/// the DID items say, and route to observing another way. Kept apart from [`assess`]
+/// because an unjudged condition yields no item to weigh; a belief that is not
+/// accepted, or whose conditions were all judged, is returned unchanged.
+pub fn withhold_unjudged(mut belief: Belief, unjudged: bool) -> Belief {
+    if unjudged && belief.accepted {
+        belief.accepted = false;
+        belief.route = Some(Route::ObserveAnotherWay);
+        belief.reason = "Not accepted: the fresh observation could not judge every goal condition; observe it another way.".into();
+    }
+    belief
+}
+
 /// The routing reason. Escalation looks at every non-derived item of the goal, not
 /// only the counted ones: a tool that was blocked by something outside the agent is a
 /// fact even when a stronger report of the same lineage outranks it.
@@ -443,5 +457,41 @@ mod tests {
         let b = assess("g", &[], 0.0).unwrap();
         assert!((b.posterior - PRIOR).abs() < 1e-12);
         assert!(!b.accepted);
+    }
+
+    fn item(epoch: Epoch, lineage: &str) -> Item {
+        Item {
+            goal: "g".into(),
+            epoch,
+            supports: true,
+            strength: STRENGTH_SUPPORT,
+            lineage: lineage.into(),
+            derived: false,
+            blocker: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn an_unjudged_condition_withholds_an_accepted_belief() {
+        let items = [item(Epoch::Did, "did:a"), item(Epoch::Saw, "saw:a")];
+        let accepted = assess("g", &items, 0.0).unwrap();
+        assert!(accepted.accepted, "DID + SAW supporting clears the bar");
+
+        let withheld = withhold_unjudged(accepted.clone(), true);
+        assert!(!withheld.accepted);
+        assert_eq!(withheld.route, Some(Route::ObserveAnotherWay));
+        assert!(withheld.reason.contains("could not judge"));
+        assert_eq!(
+            withheld.posterior, accepted.posterior,
+            "the posterior is kept"
+        );
+
+        // Every condition judged: unchanged.
+        assert_eq!(withhold_unjudged(accepted.clone(), false), accepted);
+        // Not accepted anyway: unchanged, its own route and reason kept.
+        let short = assess("g", &items[..1], 0.0).unwrap();
+        assert!(!short.accepted);
+        assert_eq!(withhold_unjudged(short.clone(), true), short);
     }
 }
