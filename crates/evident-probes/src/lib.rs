@@ -464,8 +464,21 @@ impl Source {
     /// the secrets of the whole contract, so a secret one check uses cannot show
     /// through another that happens to observe it (a config file read as text).
     /// Variables a command only inherits (`inherit_env`: PATH, HOME, ...) are not
-    /// secrets of the contract and are left out.
+    /// secrets as a whole, but what they hold by meaning is: the whole value of one
+    /// whose name means a credential (`GITHUB_TOKEN`, `PGPASSWORD`), the credential
+    /// parts of any other (`DATABASE_URL`'s password), since the command could write
+    /// them where another check reads (found by the red team: a test wrote the
+    /// inherited URL's password into the file a readback observed).
     pub fn register_secrets(&self, env: &BTreeMap<String, String>, scrub: &mut Scrubber) {
+        if let Source::Command(c) = self {
+            for name in &c.inherit_env {
+                match env.get(name) {
+                    Some(x) if secret::is_credential_param(name) => scrub.add(x),
+                    Some(x) => scrub.add_credentials_of(x),
+                    None => {}
+                }
+            }
+        }
         let mut value = |v: &EnvValue| {
             if let EnvValue::Env(r) = v
                 && let Some(x) = env.get(&r.env)

@@ -100,6 +100,63 @@ fn auth_scheme(value: &str) -> Option<(&str, &str)> {
     (known && !credentials.is_empty()).then_some((scheme, credentials))
 }
 
+/// A URL's user name without a password is taken for a token from this length on
+/// (GitHub's `https://TOKEN@github.com` form); user names are shorter.
+pub const MIN_USER_TOKEN_LEN: usize = 16;
+
+/// The `key=value` pairs of a connection string, as the drivers read them: with a `;`,
+/// ADO/JDBC's `Server=db;User Id=app;Password=a b c` (a value runs to the `;`);
+/// otherwise libpq's `host=db password = 'a b\'c'` (blanks around `=`, a value in
+/// single quotes with `\'` and `\\` escapes, or a bare word). Splitting at blanks
+/// alone lost `password = x` and the tail of a quoted value.
+fn conn_pairs(s: &str) -> Vec<(String, String)> {
+    if s.contains(';') {
+        return s
+            .split(';')
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+    }
+    let mut out = Vec::new();
+    let mut chars = s.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut key = String::new();
+        while let Some(c) = chars.next_if(|c| !c.is_whitespace() && *c != '=') {
+            key.push(c);
+        }
+        if chars.peek().is_none() {
+            break;
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.next_if_eq(&'=').is_none() {
+            // A word without `=`: not a pair; go on with the next one.
+            continue;
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if chars.next_if_eq(&'\'').is_some() {
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => value.extend(chars.next()),
+                    '\'' => break,
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                if c == '\\' {
+                    value.extend(chars.next());
+                } else {
+                    value.push(c);
+                }
+            }
+        }
+        out.push((key, value));
+    }
+    out
+}
+
 /// The shortest secret whose encodings (hex, base64) are scrubbed too.
 pub const MIN_ENCODED_LEN: usize = 8;
 
@@ -174,28 +231,46 @@ impl Scrubber {
         }
     }
 
-    fn add_pairs<'a>(&mut self, pairs: impl Iterator<Item = &'a str>) {
-        for pair in pairs {
-            let Some((k, v)) = pair.split_once('=') else {
-                continue;
-            };
-            let k = percent_decode(k).unwrap_or_else(|_| k.to_string());
-            let v = v.trim_matches(|c| c == '\'' || c == '"');
-            if v.is_empty() {
-                continue;
+    /// One `key=value` of a query string or connection string. With `only_credentials`
+    /// (a value that is not a secret as a whole: an inherited variable) only parameters
+    /// whose name means a credential count.
+    fn add_pair(&mut self, k: &str, v: &str, only_credentials: bool) {
+        let k = percent_decode(k).unwrap_or_else(|_| k.to_string());
+        let v = v.trim_matches(|c| c == '\'' || c == '"');
+        if v.is_empty() {
+            return;
+        }
+        if is_credential_param(k.trim()) {
+            self.add_credential(v);
+        } else if !only_credentials && v.len() >= MIN_QUERY_SECRET_LEN {
+            self.add_min(v, MIN_QUERY_SECRET_LEN);
+            if let Ok(d) = percent_decode(v) {
+                self.add_min(&d, MIN_QUERY_SECRET_LEN);
             }
-            if is_credential_param(&k) {
-                self.add_credential(v);
-            } else if v.len() >= MIN_QUERY_SECRET_LEN {
-                self.add_min(v, MIN_QUERY_SECRET_LEN);
-                if let Ok(d) = percent_decode(v) {
-                    self.add_min(&d, MIN_QUERY_SECRET_LEN);
-                }
+        }
+    }
+
+    fn add_pairs<'a>(&mut self, pairs: impl Iterator<Item = &'a str>, only_credentials: bool) {
+        for pair in pairs {
+            if let Some((k, v)) = pair.split_once('=') {
+                self.add_pair(k, v, only_credentials);
             }
         }
     }
 
     fn add_parts(&mut self, value: &str) {
+        self.add_parts_as(value, false);
+    }
+
+    /// Register only the credential parts of a value that is not itself a secret — a
+    /// variable a command merely inherits (`inherit_env`): the password of a URL held
+    /// there (`DATABASE_URL`), its credential parameters, the credentials of an
+    /// `Authorization`-style value. `PATH` or `HOME` have none and stay readable.
+    pub fn add_credentials_of(&mut self, value: &str) {
+        self.add_parts_as(value, true);
+    }
+
+    fn add_parts_as(&mut self, value: &str, only_credentials: bool) {
         if let Some((scheme, credentials)) = auth_scheme(value) {
             // `Authorization: Bearer <token>`: the server the header is sent to may echo
             // the token alone, without its scheme; Basic's password may come back decoded.
@@ -222,12 +297,39 @@ impl Scrubber {
             {
                 self.add_credential(p);
             }
+            self.add_user_token(before_query.split('/').next().unwrap_or(""));
             let after = rest.split_once(['?', '#']).map_or("", |(_, q)| q);
-            self.add_pairs(after.split(['&', ';', '#', '?']));
+            self.add_pairs(after.split(['&', ';', '#', '?']), only_credentials);
         } else if value.contains('=') {
             // libpq / JDBC-style `host=db user=app password=hunter2` or `a=b;c=d`.
-            self.add_pairs(value.split(|c: char| c.is_whitespace() || c == ';'));
+            for (k, v) in conn_pairs(value) {
+                self.add_pair(&k, &v, only_credentials);
+            }
         }
+    }
+
+    /// A user name with no password in a URL's authority is the credential itself when
+    /// it is token-long: `https://ghp_…@github.com`, `https://sk_live_…:@api.stripe.com`.
+    /// reqwest sends it as `Basic base64(user:)`, which the server may echo either way.
+    /// Shorter user names (`postgres://postgres@db`) are plain names.
+    fn add_user_token(&mut self, authority: &str) {
+        let Some((userinfo, _)) = authority.rsplit_once('@') else {
+            return;
+        };
+        let user = match userinfo.split_once(':') {
+            Some((user, "")) => user,
+            Some(_) => return,
+            None => userinfo,
+        };
+        if user.len() < MIN_USER_TOKEN_LEN {
+            return;
+        }
+        self.add_min(user, MIN_USER_TOKEN_LEN);
+        if let Ok(d) = percent_decode(user) {
+            self.add_min(&d, MIN_USER_TOKEN_LEN);
+        }
+        self.add_encodings(user);
+        self.add_encodings(&format!("{user}:"));
     }
 
     /// Basic credentials: base64 of `user:password`; the decoded pair and the password.
@@ -565,5 +667,66 @@ mod encoded {
         }
         // Ordinary text is left alone.
         assert_eq!(s.scrub("hello world"), "hello world");
+    }
+}
+
+#[cfg(test)]
+mod by_meaning {
+    use super::*;
+
+    /// libpq reads `password = hunter2` (blanks around `=`) and quoted values with
+    /// blanks; splitting at blanks registered neither (found by the red team).
+    #[test]
+    fn connection_string_values_are_read_as_the_drivers_read_them() {
+        for (dsn, secret) in [
+            ("host=db password = hunter2 dbname=billing", "hunter2"),
+            ("host=db password='hunter 2 x' dbname=billing", "hunter 2 x"),
+            (r"host=db password='it\'s' dbname=billing", "it's"),
+            ("Server=db;User Id=app;Password=my pass word;Database=billing", "my pass word"),
+        ] {
+            let mut s = Scrubber::default();
+            s.add(dsn);
+            assert_eq!(
+                s.scrub(&format!("auth failed [{secret}] on billing")),
+                "auth failed [***] on billing",
+                "{dsn}"
+            );
+        }
+        // Honest twin: the other values stay readable.
+        let mut s = Scrubber::default();
+        s.add("host=db dbname = billing sslmode=require");
+        assert_eq!(s.scrub("db billing require"), "db billing require");
+    }
+
+    /// A URL's token-long user name without a password is the credential; a name is not.
+    #[test]
+    fn a_token_as_user_name() {
+        let mut s = Scrubber::default();
+        s.add("https://ghp_Zq8TokenSecretValue0000@github.com/o/r.git");
+        assert_eq!(s.scrub("user ghp_Zq8TokenSecretValue0000"), "user ***");
+        let mut s = Scrubber::default();
+        s.add("https://sk_test_4eC39HqLyjWDarjtT1zdp7dc:@api.stripe.com/v1");
+        assert_eq!(s.scrub("key sk_test_4eC39HqLyjWDarjtT1zdp7dc:"), "key ***:");
+        // Honest twins: user names stay readable, with or without a password.
+        let mut s = Scrubber::default();
+        s.add("postgres://postgres@127.0.0.1:5432/test");
+        s.add("postgres://billing_service_user:pw@db/x");
+        assert_eq!(
+            s.scrub("postgres billing_service_user"),
+            "postgres billing_service_user"
+        );
+    }
+
+    /// Only the credentials of an inherited value; the rest of it is no secret.
+    #[test]
+    fn credentials_of_an_inherited_value() {
+        let mut s = Scrubber::default();
+        s.add_credentials_of("postgres://app:Hunter2Secret@db/billing?sslmode=require&application_name=longappname");
+        s.add_credentials_of("/usr/local/bin:/usr/bin");
+        s.add_credentials_of("-q -k test_longname_here");
+        assert_eq!(
+            s.scrub("Hunter2Secret app db billing longappname /usr/bin test_longname_here"),
+            "*** app db billing longappname /usr/bin test_longname_here"
+        );
     }
 }

@@ -93,3 +93,66 @@ fn targets_redact_credential_parameters() {
         "GET https://h.example/x?format=json&api_key=***"
     );
 }
+
+/// The red team's leak: the owner passes `DATABASE_URL` through to the tests
+/// (`inherit_env`); the agent's test wrote the URL's password into the file a readback
+/// check observed, and the gate showed it in the report, `--json` and the ledger. Now
+/// an inherited variable's credentials are secrets of the whole contract: the whole
+/// value of a credential-named variable, the credential parts of any other.
+#[test]
+fn inherited_credentials_are_secrets_of_the_contract() {
+    let s = src(
+        r#"{ command = { argv = ["true"], inherit_env = ["PATH", "HOME", "DATABASE_URL", "GITHUB_TOKEN", "PYTEST_ADDOPTS"] } }"#,
+    );
+    let env: std::collections::BTreeMap<String, String> = [
+        ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        ("HOME", "/home/dev"),
+        (
+            "DATABASE_URL",
+            "postgres://app:Hunter2Secret@db.internal/billing?sslmode=require",
+        ),
+        ("GITHUB_TOKEN", "ghp_0123456789abcdefXYZ"),
+        ("PYTEST_ADDOPTS", "-q --maxfail=100000000"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut scrub = evident_probes::Scrubber::default();
+    s.register_secrets(&env, &mut scrub);
+    assert_eq!(
+        scrub.scrub(r#"{"status": "Hunter2Secret", "t": "ghp_0123456789abcdefXYZ"}"#),
+        r#"{"status": "***", "t": "***"}"#
+    );
+    // Honest twin: what is not a credential stays readable everywhere.
+    let plain = "PATH /usr/local/bin:/usr/bin:/bin in /home/dev as app@db.internal/billing sslmode=require --maxfail=100000000";
+    assert_eq!(scrub.scrub(plain), plain);
+}
+
+/// A token given as a URL's user name (`https://TOKEN@github.com`, or Stripe's
+/// `https://KEY:@api`), echoed by the agent's server (reqwest sends it as Basic
+/// `TOKEN:`): the red team read it back in a JSON pointer. A short user name without
+/// a password is a name, not a token.
+#[tokio::test]
+async fn a_token_in_a_urls_user_name_is_scrubbed_from_what_a_server_echoes() {
+    let srv = Server::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let token = "ghp_Zq8TokenSecretValue0000";
+    for url in [
+        format!("http://{token}@{}/echo-basic", srv.addr),
+        format!("http://{token}:@{}/echo-basic", srv.addr),
+    ] {
+        let mut c = ctx(d.path());
+        c.env.insert("HOOK_URL".into(), url.clone());
+        let s = src(
+            r#"{ http = { url_env = "HOOK_URL", pointers = { user = "/user", pair = "/pair", raw = "/raw" } } }"#,
+        );
+        let o = ok(run(&s, &c, 10.0).await);
+        let shown = serde_json::Value::Object(o).to_string();
+        assert!(!shown.contains("Zq8TokenSecret"), "{url}: {shown}");
+        assert!(!shown.contains("Z2hwX1pxOFRva2VuU2VjcmV0"), "{url}: {shown}");
+    }
+    // Honest twin: `postgres://postgres@db` keeps its user name readable.
+    let mut s = evident_probes::Scrubber::default();
+    s.add("postgres://postgres@127.0.0.1:5432/test");
+    assert_eq!(s.scrub("role postgres on test"), "role postgres on test");
+}

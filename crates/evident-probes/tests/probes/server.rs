@@ -125,6 +125,22 @@ async fn handle(mut sock: TcpStream) {
             vec![format!("Location: http://{}", &p["/away/".len()..])],
             Vec::new(),
         ),
+        // Echoes what a Basic `Authorization` header carries: the raw credentials,
+        // the decoded pair and the user name alone (a token given as a URL's user).
+        "/echo-basic" => {
+            use base64::Engine as _;
+            let raw = header("authorization")
+                .and_then(|a| a.strip_prefix("Basic ").map(str::to_string))
+                .unwrap_or_default();
+            let pair = base64::engine::general_purpose::STANDARD
+                .decode(&raw)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .unwrap_or_default();
+            let user = pair.split(':').next().unwrap_or("").to_string();
+            let body = serde_json::json!({"raw": raw, "pair": pair, "user": user});
+            ("200 OK", vec![], body.to_string().into_bytes())
+        }
         "/auth" => {
             if header("authorization").as_deref() == Some(&format!("Bearer {TOKEN}")) {
                 ("200 OK", vec![], b"{\"user\":\"owner\"}".to_vec())
