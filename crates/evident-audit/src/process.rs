@@ -188,6 +188,7 @@ pub fn run(spec: Spec) -> Ran {
         env: spec.env,
         keep: MAX_KEPT_OUTPUT,
         parse: true,
+        digest_scrub: None,
     };
     let (timeout, reap) = (spec.timeout, spec.reap);
     if reap {

@@ -112,6 +112,10 @@ pub struct Launch<'a> {
     pub env: Vec<(String, String)>,
     pub keep: u64,
     pub parse: bool,
+    /// The secrets the command was given: its output digests are taken of the output
+    /// as scrubbed (a published digest of a stream holding only a password would be
+    /// that password's unsalted hash).
+    pub digest_scrub: Option<&'a Scrubber>,
 }
 
 /// Find argv[0]: a path containing `/` is taken relative to the working directory;
@@ -205,8 +209,8 @@ pub async fn run(l: Launch<'_>) -> Result<Finished, ProbeError> {
             guard.kill();
             s
         },
-        read_stream(stdout, l.keep, l.parse),
-        read_stream(stderr, l.keep, l.parse),
+        read_stream(stdout, l.keep, l.parse, l.digest_scrub),
+        read_stream(stderr, l.keep, l.parse, l.digest_scrub),
     );
     let status = status.map_err(|e| ProbeError::Spawn {
         program: program.clone(),
@@ -227,15 +231,66 @@ pub async fn run(l: Launch<'_>) -> Result<Finished, ProbeError> {
     })
 }
 
+/// Lines longer than this are digested in parts, cut where no secret straddles.
+const DIGEST_LINE: usize = 1024 * 1024;
+
+/// SHA-256 of a stream as scrubbed, line by line (found by the red team: a test that
+/// wrote the inherited DSN's password alone to stderr made `stderr_sha256` its
+/// unsalted hash, `sha256("hunter2\n")`, in the report and the ledger). A stream that
+/// holds no secret digests exactly as its raw bytes.
+struct StreamDigest<'a> {
+    h: Sha256,
+    scrub: Option<&'a Scrubber>,
+    line: Vec<u8>,
+}
+
+impl<'a> StreamDigest<'a> {
+    fn new(scrub: Option<&'a Scrubber>) -> Self {
+        StreamDigest {
+            h: Sha256::new(),
+            scrub: scrub.filter(|s| !s.is_empty()),
+            line: Vec::new(),
+        }
+    }
+
+    fn update(&mut self, mut chunk: &[u8]) {
+        let Some(scrub) = self.scrub else {
+            self.h.update(chunk);
+            return;
+        };
+        while let Some(i) = chunk.iter().position(|&b| b == b'\n') {
+            self.line.extend_from_slice(&chunk[..=i]);
+            self.h.update(scrub.scrub_bytes(&self.line));
+            self.line.clear();
+            chunk = &chunk[i + 1..];
+        }
+        self.line.extend_from_slice(chunk);
+        if self.line.len() > DIGEST_LINE
+            && let Some(cut) = scrub.safe_cut(&self.line)
+        {
+            self.h.update(scrub.scrub_bytes(&self.line[..cut]));
+            self.line.drain(..cut);
+        }
+    }
+
+    fn finish(mut self) -> String {
+        if let Some(scrub) = self.scrub {
+            self.h.update(scrub.scrub_bytes(&self.line));
+        }
+        hex::encode(self.h.finalize())
+    }
+}
+
 async fn read_stream<R: AsyncRead + Unpin>(
     r: Option<R>,
     keep: u64,
     parse: bool,
+    digest_scrub: Option<&Scrubber>,
 ) -> std::io::Result<Stream> {
     let mut s = Stream::default();
-    let mut hasher = Sha256::new();
+    let mut hasher = StreamDigest::new(digest_scrub);
     let Some(mut r) = r else {
-        s.sha256 = hex::encode(hasher.finalize());
+        s.sha256 = hasher.finish();
         return Ok(s);
     };
     let mut buf = vec![0u8; 64 * 1024];
@@ -277,7 +332,7 @@ async fn read_stream<R: AsyncRead + Unpin>(
     if parse && !line.is_empty() {
         s.parser.feed_line(&String::from_utf8_lossy(&line));
     }
-    s.sha256 = hex::encode(hasher.finalize());
+    s.sha256 = hasher.finish();
     Ok(s)
 }
 
@@ -365,6 +420,88 @@ const PYTEST_MODULES: &[&str] = &[
     "tomllib",
     "pygments",
     "colorama",
+    // Imported after `-m` put the tree first, found by the red team with
+    // `python3 -X importtime -m pytest` (a failing test, `--junitxml`, `-rA`, a
+    // pyproject.toml; plugins autoloaded and not): the C accelerators the standard
+    // library tries first (`json` imports `_json`, swallowing its ImportError, so a
+    // `_json.py` of the tree ran unnoticed and could set PYTEST_PLUGINS), the
+    // extension modules of lib-dynload, names tried and expected to fail on POSIX
+    // (`nt`, `msvcrt`, `_winapi`, `org`), and `__future__`.
+    "__future__",
+    "_asyncio",
+    "_bisect",
+    "_blake2",
+    "_bz2",
+    "_codecs_cn",
+    "_codecs_hk",
+    "_codecs_iso2022",
+    "_codecs_jp",
+    "_codecs_kr",
+    "_codecs_tw",
+    "_compression",
+    "_contextvars",
+    "_csv",
+    "_ctypes",
+    "_datetime",
+    "_decimal",
+    "_elementtree",
+    "_hashlib",
+    "_heapq",
+    "_json",
+    "_lzma",
+    "_md5",
+    "_multibytecodec",
+    "_opcode",
+    "_pickle",
+    "_posixsubprocess",
+    "_queue",
+    "_random",
+    "_sha1",
+    "_sha256",
+    "_sha512",
+    "_sha3",
+    "_socket",
+    "_ssl",
+    "_statistics",
+    "_struct",
+    "_typing",
+    "_uuid",
+    "_weakrefset",
+    "_winapi",
+    "_zoneinfo",
+    "array",
+    "asyncio",
+    "concurrent",
+    "contextvars",
+    "ctypes",
+    "fcntl",
+    "fractions",
+    "grp",
+    "gzip",
+    "hmac",
+    "http",
+    "math",
+    "mimetypes",
+    "mmap",
+    "msvcrt",
+    "nt",
+    "org",
+    "pickle",
+    "pkgutil",
+    "pwd",
+    "queue",
+    "readline",
+    "resource",
+    "select",
+    "ssl",
+    "statistics",
+    "stringprep",
+    "sysconfig",
+    "termios",
+    "unicodedata",
+    "winreg",
+    "zlib",
+    "zoneinfo",
     "argparse",
     "ast",
     "atexit",
@@ -779,6 +916,7 @@ pub async fn observe(
         env,
         keep,
         parse: true,
+        digest_scrub: Some(&*scrub),
     })
     .await?;
     let duration_ms = u64::try_from(run_started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -983,5 +1121,58 @@ mod tail {
             "{shown}"
         );
         assert!(output_tail(&stream("", 0), &scrub).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod digest {
+    use super::StreamDigest;
+    use crate::secret::Scrubber;
+    use sha2::{Digest as _, Sha256};
+
+    fn digest(s: Option<&Scrubber>, chunks: &[&[u8]]) -> String {
+        let mut d = StreamDigest::new(s);
+        for c in chunks {
+            d.update(c);
+        }
+        d.finish()
+    }
+
+    /// The red team's leak: a stream holding only the password digested to
+    /// `sha256("hunter2\n")`, a hash anyone can reverse with a word list.
+    #[test]
+    fn a_secret_alone_does_not_digest_to_its_hash() {
+        let mut s = Scrubber::default();
+        s.add("postgres://app:hunter2@db/x");
+        let raw = hex::encode(Sha256::digest(b"hunter2\n"));
+        for chunks in [&[&b"hunter2\n"[..]][..], &[b"hun", b"ter", b"2\n"], &[b"hunter2", b"\n"]] {
+            let d = digest(Some(&s), chunks);
+            assert_ne!(d, raw);
+            assert_eq!(d, hex::encode(Sha256::digest(b"***\n")));
+        }
+        // A line longer than the digest's line limit, the secret straddling each cut.
+        let mut long = vec![b'x'; super::DIGEST_LINE - 3];
+        long.extend_from_slice(b"hunter2");
+        long.extend(vec![b'y'; super::DIGEST_LINE]);
+        long.extend_from_slice(b"hunter2");
+        let mut want = vec![b'x'; super::DIGEST_LINE - 3];
+        want.extend_from_slice(b"***");
+        want.extend(vec![b'y'; super::DIGEST_LINE]);
+        want.extend_from_slice(b"***");
+        let parts: Vec<&[u8]> = long.chunks(64 * 1024).collect();
+        assert_eq!(digest(Some(&s), &parts), hex::encode(Sha256::digest(&want)));
+    }
+
+    /// Honest twin: output holding no secret (invalid UTF-8 included) digests exactly
+    /// as its raw bytes, so a pinned `stdout_sha256` still matches.
+    #[test]
+    fn output_without_a_secret_digests_as_raw() {
+        let mut s = Scrubber::default();
+        s.add("postgres://app:hunter2@db/x");
+        let text: &[u8] = b"12 passed in 0.1s\n\xff\xfe binary \n no newline at the end";
+        let raw = hex::encode(Sha256::digest(text));
+        assert_eq!(digest(Some(&s), &[text]), raw);
+        assert_eq!(digest(Some(&s), &[&text[..5], &text[5..]]), raw);
+        assert_eq!(digest(None, &[text]), raw);
     }
 }

@@ -246,6 +246,7 @@ impl Git {
             env,
             keep,
             parse: false,
+            digest_scrub: None,
         })
         .await
     }
@@ -1109,6 +1110,22 @@ async fn commit_tree(git: &Git, commit: &str, sha256: bool) -> Result<String, Pr
         .filter(|t| t.len() == if sha256 { 64 } else { 40 })
         .ok_or_else(|| git_err(format!("commit {commit} names no tree")))?;
     Ok(tree.to_string())
+}
+
+/// The entries of a tree object (already hashed against its id), under `prefix`.
+pub(crate) fn tree_entries(
+    content: &[u8],
+    sha256: bool,
+    prefix: &[u8],
+) -> Result<Vec<TreeFile>, ProbeError> {
+    Ok(parse_tree_object(content, sha256, prefix)?
+        .into_iter()
+        .map(|t| TreeFile {
+            mode: t.mode,
+            oid: t.oid,
+            path: t.path,
+        })
+        .collect())
 }
 
 /// Parse a tree object: `mode SP name NUL id` entries.

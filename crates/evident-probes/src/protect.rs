@@ -9,7 +9,7 @@
 //! so a build tool's freshness checks see the tree as it is; files written from the base
 //! are newer than everything, so whatever depends on them is rebuilt.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -310,26 +310,19 @@ pub fn prepare(
         })?;
     let base_commit = String::from_utf8_lossy(&commit).trim().to_string();
 
-    // The protected files at base, relative to the root.
-    let listing = g.out(&["ls-tree", "-r", "-z", "--full-tree", &base_commit])?;
+    // The protected files at base, relative to the root, from the commit and trees
+    // hashed against their ids.
     let mut entries = Vec::new();
-    for rec in listing.split(|&b| b == 0).filter(|r| !r.is_empty()) {
-        let rec =
-            String::from_utf8(rec.to_vec()).map_err(|_| perr("a path at base is not UTF-8"))?;
-        let (meta, path) = rec
-            .split_once('\t')
-            .ok_or_else(|| perr("unexpected git ls-tree output"))?;
-        let mut f = meta.split(' ');
-        let (Some(mode), Some(_kind), Some(oid)) = (f.next(), f.next(), f.next()) else {
-            return Err(perr("unexpected git ls-tree output"));
-        };
+    for f in verified_files(&g, &base_commit)? {
+        let path =
+            String::from_utf8(f.path).map_err(|_| perr("a path at base is not UTF-8"))?;
         let Some(rel) = path.strip_prefix(prefix.as_str()) else {
             continue;
         };
         if globs.covers(rel) {
             entries.push(Entry {
-                mode: mode.to_string(),
-                oid: oid.to_string(),
+                mode: format!("{:o}", f.mode),
+                oid: f.oid,
                 rel: rel.to_string(),
             });
         }
@@ -562,6 +555,118 @@ fn real_dir(root: &Path, rel_dir: &str) -> Result<PathBuf, ProbeError> {
         }
     }
     Ok(p)
+}
+
+/// Every file of `commit`'s tree (what `git ls-tree -r` lists), read with `git
+/// cat-file --batch` and every object hashed against its id. git checks a commit it
+/// parses but not a tree it reads, so a tree object file the agent rewrote made `git
+/// ls-tree` list the agent's own `tests/test_zip.py` "at base", its blob genuine
+/// (found by the red team).
+fn verified_files(g: &Git<'_>, commit: &str) -> Result<Vec<crate::git::TreeFile>, ProbeError> {
+    let sha256 = commit.len() == 64;
+    let c = read_verified(g, &[commit.to_string()], "commit")?.remove(0);
+    let tree = c
+        .split(|&b| b == b'\n')
+        .next()
+        .and_then(|l| std::str::from_utf8(l).ok())
+        .and_then(|l| l.strip_prefix("tree "))
+        .filter(|t| t.len() == commit.len())
+        .ok_or_else(|| perr(format!("base commit {commit} names no tree")))?
+        .to_string();
+    let mut files = Vec::new();
+    let mut level: Vec<(String, Vec<u8>)> = vec![(tree, Vec::new())];
+    while !level.is_empty() {
+        let ids: Vec<String> = level.iter().map(|(o, _)| o.clone()).collect();
+        let trees = read_verified(g, &ids, "tree")?;
+        let mut next = Vec::new();
+        for ((_, prefix), content) in level.iter().zip(trees) {
+            for e in crate::git::tree_entries(&content, sha256, prefix)? {
+                if e.mode == 0o40000 {
+                    next.push((e.oid, e.path));
+                } else {
+                    files.push(e);
+                }
+            }
+        }
+        level = next;
+    }
+    Ok(files)
+}
+
+/// Objects of one type, in order, each hashed against its id; a missing object or one
+/// of another type is an error.
+fn read_verified(g: &Git<'_>, ids: &[String], kind: &str) -> Result<Vec<Vec<u8>>, ProbeError> {
+    let mut child = g
+        .command()
+        .args(["cat-file", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| perr(format!("cannot run git cat-file: {e}")))?;
+    let done = watchdog(&child, g.deadline);
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| perr("git cat-file: no stdin"))?;
+    let list: String = ids.iter().map(|id| format!("{id}\n")).collect();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(list.as_bytes());
+    });
+    let mut out = std::io::BufReader::new(
+        child
+            .stdout
+            .take()
+            .ok_or_else(|| perr("git cat-file: no stdout"))?,
+    );
+    let result = (|| {
+        let mut v = Vec::with_capacity(ids.len());
+        let mut total = 0u64;
+        for id in ids {
+            let mut header = Vec::new();
+            out.read_until(b'\n', &mut header)
+                .map_err(|err| perr(format!("git cat-file: {err}")))?;
+            let header = String::from_utf8_lossy(&header).trim_end().to_string();
+            let mut f = header.split(' ');
+            let (Some(got), Some(t), Some(size)) = (f.next(), f.next(), f.next()) else {
+                return Err(perr(format!("object {id} at base: {header}")));
+            };
+            let size: u64 = size
+                .parse()
+                .map_err(|_| perr(format!("git cat-file: {header}")))?;
+            if got != id || t != kind {
+                return Err(perr(format!(
+                    "object {id} at base is not a {kind} ({header})"
+                )));
+            }
+            total = total.saturating_add(size);
+            if total > MAX_BLOB_BYTES {
+                return Err(ProbeError::Oversize {
+                    what: format!("the trees at base ({kind} {id})"),
+                    limit: MAX_BLOB_BYTES,
+                });
+            }
+            let mut content = vec![0u8; usize::try_from(size).unwrap_or(usize::MAX)];
+            out.read_exact(&mut content)
+                .map_err(|err| perr(format!("git cat-file: {err}")))?;
+            let mut nl = [0u8; 1];
+            out.read_exact(&mut nl)
+                .map_err(|err| perr(format!("git cat-file: {err}")))?;
+            if crate::git::object_id(kind, &content, id.len() == 64) != *id {
+                return Err(perr(format!(
+                    "{kind} {id} at base does not hash to its id (the repository's object store was altered)"
+                )));
+            }
+            v.push(content);
+        }
+        Ok(v)
+    })();
+    drop(out);
+    let _ = child.kill();
+    let _ = child.wait();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = writer.join();
+    result
 }
 
 /// Write the protected files of the base revision into the copy, reading the blobs

@@ -349,6 +349,58 @@ impl Scrubber {
         }
     }
 
+    /// No secret registered.
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
+    }
+
+    /// [`Scrubber::scrub`] over bytes: each valid UTF-8 run is scrubbed, other bytes
+    /// are kept as they are, so a text holding no secret comes back byte for byte.
+    pub fn scrub_bytes(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len());
+        for chunk in bytes.utf8_chunks() {
+            let valid = chunk.valid();
+            if self.secrets.iter().any(|s| valid.contains(s.as_str())) {
+                out.extend_from_slice(self.scrub(valid).as_bytes());
+            } else {
+                out.extend_from_slice(valid.as_bytes());
+            }
+            out.extend_from_slice(chunk.invalid());
+        }
+        out
+    }
+
+    /// Where an unfinished text may be cut and scrubbed apart from what follows: as
+    /// near its end as possible (`len - longest secret`, so a secret starting later
+    /// may still be incomplete), moved back before any secret that would straddle it.
+    /// `None` when no cut is needed or none is found near the end.
+    pub fn safe_cut(&self, bytes: &[u8]) -> Option<usize> {
+        let longest = self.secrets.first().map_or(0, String::len);
+        let mut cut = bytes.len().checked_sub(longest.max(1))?;
+        let floor = cut / 2;
+        'again: loop {
+            let from = cut.saturating_sub(longest);
+            let window = &bytes[from..(cut + longest).min(bytes.len())];
+            for s in &self.secrets {
+                let s = s.as_bytes();
+                if let Some(p) = window
+                    .windows(s.len())
+                    .enumerate()
+                    .map(|(i, _)| from + i)
+                    .find(|&p| p < cut && p + s.len() > cut && bytes[p..].starts_with(s))
+                {
+                    if p <= floor {
+                        // A pathological run of overlapping secrets: cut anyway.
+                        return Some(bytes.len() - longest);
+                    }
+                    cut = p;
+                    continue 'again;
+                }
+            }
+            return (cut > 0).then_some(cut);
+        }
+    }
+
     /// Scrub every string (keys included) of an observed value.
     pub fn scrub_value(&self, v: serde_json::Value) -> serde_json::Value {
         use serde_json::Value;

@@ -432,3 +432,62 @@ async fn a_forged_base_object_is_refused() {
     let e = err(run(&s, &c, 20.0).await);
     assert!(e.to_string().contains("does not hash to its id"), "{e}");
 }
+
+/// The same with a tree: git checks a commit it parses but not a tree it reads, so the
+/// agent rewrote the base's `tests/` tree object to list its own `t.txt` (a genuine
+/// blob it wrote): `git ls-tree` showed it "at base", and the protected run read the
+/// agent's file (found by the red team, red11). Every tree on the way is hashed now.
+/// Honest twin: the intact tree is used.
+#[tokio::test]
+async fn a_forged_base_tree_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    write(r, "tests/t.txt", "owner\n");
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "base"]);
+    let out = |args: &[&str], stdin: Option<&str>| {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new("git")
+            .args(args)
+            .current_dir(r)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut i = child.stdin.take().unwrap();
+        i.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+        drop(i);
+        String::from_utf8(child.wait_with_output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let base = out(&["rev-parse", "HEAD"], None);
+    let tree = out(&["rev-parse", "HEAD:tests"], None);
+    let c = ctx(r);
+    let s = src(&format!(
+        r#"{{ command = {{ argv = ["cat", "tests/t.txt"], capture_output = true, protect = {{ base = "{base}", paths = ["tests/**"] }} }} }}"#
+    ));
+    assert_eq!(ok(run(&s, &c, 20.0).await)["stdout"], json!("owner\n"));
+    let blob = out(&["hash-object", "-w", "--stdin"], Some("agent\n"));
+    let fake = out(&["mktree"], Some(&format!("100644 blob {blob}\tt.txt\n")));
+    let file = r.join(".git/objects").join(&tree[..2]).join(&tree[2..]);
+    let mut perm = std::fs::metadata(&file).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(&file, perm).unwrap();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("git cat-file tree \"$1\" | python3 -c 'import sys, zlib; b = sys.stdin.buffer.read(); open(sys.argv[1], \"wb\").write(zlib.compress(b\"tree %d\\0\" % len(b) + b))' \"$2\"")
+        .arg("sh")
+        .arg(&fake)
+        .arg(&file)
+        .current_dir(r)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(out(&["show", &format!("{base}:tests/t.txt")], None), "agent");
+    let e = err(run(&s, &c, 20.0).await);
+    assert!(e.to_string().contains("does not hash to its id"), "{e}");
+}

@@ -226,6 +226,49 @@ async fn runner_shadowing_is_refused() {
     assert_eq!(o["passed"], json!(2));
 }
 
+/// Attack (red11): a standard-library C accelerator shadowed. `json` imports `_json`
+/// and swallows its ImportError, so a `_json.py` at the top of the tree runs unnoticed
+/// under `python -m pytest`; it names the tree's forging plugin in `PYTEST_PLUGINS`,
+/// which no protected path or disabled autoload stops. The named failing test read
+/// passed. The gate refuses the tree; so it does `_datetime.py`, `__future__.py`.
+/// Twin: ordinary top-level modules (`_version.py`, `json_utils.py`) run.
+#[tokio::test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+async fn a_shadowed_accelerator_module_is_refused() {
+    if pytest_missing() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "app.py", APP);
+    write(d.path(), "test_app.py", TEST_APP);
+    write(d.path(), "helper_plugin.py", FORGING_CONFTEST);
+    let named = r#", env = { PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1" }, tests_passed = ["test_app.py::test_rejects_letters"]"#;
+    let c = ctx(d.path());
+    for module in ["_json", "_datetime", "__future__"] {
+        let file = format!("{module}.py");
+        write(
+            d.path(),
+            &file,
+            "import os\nos.environ['PYTEST_PLUGINS'] = 'helper_plugin'\nraise ImportError('no accelerator')\n",
+        );
+        let e = err(run(&pytest_src(named), &c, 120.0).await);
+        assert!(
+            matches!(&e, ProbeError::RunnerShadowed { path, module: m } if *path == file && m == module),
+            "{module}: {e}"
+        );
+        std::fs::remove_file(d.path().join(&file)).unwrap();
+    }
+    // Honest twin: the bug is seen, ordinary module names are not refused.
+    write(d.path(), "_version.py", "v = '1'\n");
+    write(d.path(), "json_utils.py", "import json\n");
+    let o = ok(run(&pytest_src(named), &c, 120.0).await);
+    assert_eq!(o["tests_passed"], json!([]), "{o:?}");
+    assert_eq!(o["failed"], json!(1), "{o:?}");
+}
+
 /// Named tests are read from the JUnit report pytest writes where the gate chose,
 /// outside the tree: a failing, skipped or absent test is not in `tests_passed`.
 #[tokio::test]

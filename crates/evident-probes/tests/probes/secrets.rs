@@ -156,3 +156,23 @@ async fn a_token_in_a_urls_user_name_is_scrubbed_from_what_a_server_echoes() {
     s.add("postgres://postgres@127.0.0.1:5432/test");
     assert_eq!(s.scrub("role postgres on test"), "role postgres on test");
 }
+
+/// The red team's leak: the command wrote the DSN's password alone to stderr, so
+/// `stderr_sha256` was `sha256("hunter2\n")` — the password's unsalted hash, in the
+/// report and the ledger. Digests are of the output as scrubbed; output holding no
+/// secret digests as its raw bytes (the honest twin).
+#[tokio::test]
+async fn an_output_digest_is_not_the_hash_of_a_secret() {
+    use sha2::Digest as _;
+    let d = tempfile::tempdir().unwrap();
+    let mut c = ctx(d.path());
+    c.env.insert("DB_URL".into(), "postgres://app:hunter2@db/x".into());
+    let s = src(
+        r#"{ command = { argv = ["printf 'hunter2\n' >&2; printf '1 passed\n'"], shell = true, env = { DSN = { env = "DB_URL" } }, inherit_env = ["PATH"] } }"#,
+    );
+    let o = ok(run(&s, &c, 20.0).await);
+    let hash = |b: &[u8]| hex::encode(sha2::Sha256::digest(b));
+    assert_ne!(o["stderr_sha256"], json!(hash(b"hunter2\n")));
+    assert_eq!(o["stderr_sha256"], json!(hash(b"***\n")));
+    assert_eq!(o["stdout_sha256"], json!(hash(b"1 passed\n")));
+}
