@@ -1145,7 +1145,11 @@ mod digest {
         let mut s = Scrubber::default();
         s.add("postgres://app:hunter2@db/x");
         let raw = hex::encode(Sha256::digest(b"hunter2\n"));
-        for chunks in [&[&b"hunter2\n"[..]][..], &[b"hun", b"ter", b"2\n"], &[b"hunter2", b"\n"]] {
+        for chunks in [
+            &[&b"hunter2\n"[..]][..],
+            &[b"hun", b"ter", b"2\n"],
+            &[b"hunter2", b"\n"],
+        ] {
             let d = digest(Some(&s), chunks);
             assert_ne!(d, raw);
             assert_eq!(d, hex::encode(Sha256::digest(b"***\n")));

@@ -314,8 +314,7 @@ pub fn prepare(
     // hashed against their ids.
     let mut entries = Vec::new();
     for f in verified_files(&g, &base_commit)? {
-        let path =
-            String::from_utf8(f.path).map_err(|_| perr("a path at base is not UTF-8"))?;
+        let path = String::from_utf8(f.path).map_err(|_| perr("a path at base is not UTF-8"))?;
         let Some(rel) = path.strip_prefix(prefix.as_str()) else {
             continue;
         };

@@ -734,7 +734,10 @@ mod by_meaning {
             ("host=db password = hunter2 dbname=billing", "hunter2"),
             ("host=db password='hunter 2 x' dbname=billing", "hunter 2 x"),
             (r"host=db password='it\'s' dbname=billing", "it's"),
-            ("Server=db;User Id=app;Password=my pass word;Database=billing", "my pass word"),
+            (
+                "Server=db;User Id=app;Password=my pass word;Database=billing",
+                "my pass word",
+            ),
         ] {
             let mut s = Scrubber::default();
             s.add(dsn);
@@ -773,7 +776,9 @@ mod by_meaning {
     #[test]
     fn credentials_of_an_inherited_value() {
         let mut s = Scrubber::default();
-        s.add_credentials_of("postgres://app:Hunter2Secret@db/billing?sslmode=require&application_name=longappname");
+        s.add_credentials_of(
+            "postgres://app:Hunter2Secret@db/billing?sslmode=require&application_name=longappname",
+        );
         s.add_credentials_of("/usr/local/bin:/usr/bin");
         s.add_credentials_of("-q -k test_longname_here");
         assert_eq!(

@@ -487,7 +487,10 @@ async fn a_forged_base_tree_is_refused() {
         .status()
         .unwrap();
     assert!(status.success());
-    assert_eq!(out(&["show", &format!("{base}:tests/t.txt")], None), "agent");
+    assert_eq!(
+        out(&["show", &format!("{base}:tests/t.txt")], None),
+        "agent"
+    );
     let e = err(run(&s, &c, 20.0).await);
     assert!(e.to_string().contains("does not hash to its id"), "{e}");
 }

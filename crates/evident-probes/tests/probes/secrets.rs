@@ -149,7 +149,10 @@ async fn a_token_in_a_urls_user_name_is_scrubbed_from_what_a_server_echoes() {
         let o = ok(run(&s, &c, 10.0).await);
         let shown = serde_json::Value::Object(o).to_string();
         assert!(!shown.contains("Zq8TokenSecret"), "{url}: {shown}");
-        assert!(!shown.contains("Z2hwX1pxOFRva2VuU2VjcmV0"), "{url}: {shown}");
+        assert!(
+            !shown.contains("Z2hwX1pxOFRva2VuU2VjcmV0"),
+            "{url}: {shown}"
+        );
     }
     // Honest twin: `postgres://postgres@db` keeps its user name readable.
     let mut s = evident_probes::Scrubber::default();
@@ -166,7 +169,8 @@ async fn an_output_digest_is_not_the_hash_of_a_secret() {
     use sha2::Digest as _;
     let d = tempfile::tempdir().unwrap();
     let mut c = ctx(d.path());
-    c.env.insert("DB_URL".into(), "postgres://app:hunter2@db/x".into());
+    c.env
+        .insert("DB_URL".into(), "postgres://app:hunter2@db/x".into());
     let s = src(
         r#"{ command = { argv = ["printf 'hunter2\n' >&2; printf '1 passed\n'"], shell = true, env = { DSN = { env = "DB_URL" } }, inherit_env = ["PATH"] } }"#,
     );
