@@ -908,6 +908,22 @@ pub async fn observe(
     } else {
         0
     };
+    // A protected run must leave the real tree alone; a copy cannot stop a write by
+    // absolute path, so the real tree is watched instead.
+    let watch = match &scratch {
+        Some(s) => {
+            let paths = s.watched.clone();
+            let deadline = started + limit;
+            Some(
+                tokio::task::spawn_blocking(move || protect::fingerprint(&paths, deadline))
+                    .await
+                    .map_err(|e| ProbeError::Protect {
+                        reason: format!("watching the tree failed: {e}"),
+                    })??,
+            )
+        }
+        None => None,
+    };
     let run_started = Instant::now();
     let fin = run(Launch {
         program,
@@ -920,6 +936,26 @@ pub async fn observe(
     })
     .await?;
     let duration_ms = u64::try_from(run_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    if let (Some(before), Some(s)) = (watch, &scratch) {
+        let paths = s.watched.clone();
+        let real = ctx.root.clone();
+        let deadline = started + limit + std::time::Duration::from_secs(5);
+        let changed = tokio::task::spawn_blocking(move || {
+            protect::fingerprint(&paths, deadline).map(|after| after.changes_since(&before, &real))
+        })
+        .await
+        .map_err(|e| ProbeError::Protect {
+            reason: format!("watching the tree failed: {e}"),
+        })??;
+        if !changed.is_empty() {
+            return Err(ProbeError::Protect {
+                reason: format!(
+                    "the command wrote to the real tree while it ran in the scratch copy (by absolute path, which a copy cannot stop): {}; its result cannot be trusted",
+                    changed.join(", ")
+                ),
+            });
+        }
+    }
 
     let junit = match &spec.junit {
         Some(p) => Some(read_junit(root, p, junit_before)?),

@@ -34,6 +34,9 @@ pub struct Scratch {
     pub copied_bytes: u64,
     /// Paths written from the base revision.
     pub protected_files: u64,
+    /// The real places the run must not write: the root (its `.git` included) and
+    /// the repository's `.git` when the root is a directory inside the repository.
+    pub watched: Vec<PathBuf>,
 }
 
 impl Drop for Scratch {
@@ -357,6 +360,7 @@ pub fn prepare(
         copied_files: 0,
         copied_bytes: 0,
         protected_files: 0,
+        watched: watched_paths(root, &prefix),
     };
     std::fs::create_dir(&copy_root).map_err(|e| perr(format!("scratch directory: {e}")))?;
     let mut walk = Walk {
@@ -554,6 +558,110 @@ fn real_dir(root: &Path, rel_dir: &str) -> Result<PathBuf, ProbeError> {
         }
     }
     Ok(p)
+}
+
+/// The root, and the repository's `.git` when the root lies below the repository's top
+/// (`prefix` is git's `--show-prefix`, `sub/dir/`).
+fn watched_paths(root: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v = vec![root.to_path_buf()];
+    let depth = prefix.split('/').filter(|c| !c.is_empty()).count();
+    if depth > 0 {
+        let mut top = root.to_path_buf();
+        for _ in 0..depth {
+            top.pop();
+        }
+        let git = top.join(".git");
+        if git.is_dir() {
+            v.push(git);
+        }
+    }
+    v
+}
+
+/// Entries a [`Fingerprint`] holds at most; a larger tree is refused (it cannot be
+/// watched).
+const MAX_WATCHED: usize = 2_000_000;
+
+/// The real tree as it was before a protected run: every entry under the watched
+/// paths (`.git` included, symlinks not followed) with its type, size, inode and
+/// modification and change times. A copy keeps the run's relative writes away from
+/// the real tree, but not a write by absolute path (the red team's test appended to
+/// the real `.git/config` and wrote a file beside the tests): comparing the two
+/// fingerprints turns such a write into an error instead of a verdict.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Fingerprint(std::collections::BTreeMap<PathBuf, (u32, u64, u64, i64, i64, i64, i64)>);
+
+/// Take a [`Fingerprint`] of `paths`. Blocking; checks `deadline` as it goes.
+pub fn fingerprint(paths: &[PathBuf], deadline: Instant) -> Result<Fingerprint, ProbeError> {
+    use std::os::unix::fs::MetadataExt;
+    let mut map = std::collections::BTreeMap::new();
+    let mut stack: Vec<PathBuf> = paths.to_vec();
+    while let Some(p) = stack.pop() {
+        let m = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(perr(format!("watching {}: {e}", p.display()))),
+        };
+        map.insert(
+            p.clone(),
+            (
+                m.mode(),
+                m.size(),
+                m.ino(),
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+            ),
+        );
+        if map.len() > MAX_WATCHED {
+            return Err(perr(format!(
+                "the tree holds more than {MAX_WATCHED} entries, too many to watch the protected run's writes"
+            )));
+        }
+        if map.len().is_multiple_of(4096) && Instant::now() > deadline {
+            return Err(perr("the time limit passed while watching the tree"));
+        }
+        if m.is_dir() {
+            let rd = std::fs::read_dir(&p)
+                .map_err(|e| perr(format!("watching {}: {e}", p.display())))?;
+            for e in rd {
+                let e = e.map_err(|e| perr(format!("watching {}: {e}", p.display())))?;
+                stack.push(e.path());
+            }
+        }
+    }
+    Ok(Fingerprint(map))
+}
+
+impl Fingerprint {
+    /// What differs from `before`: up to five paths, each `added`, `removed` or
+    /// `written`, relative to `root` where they lie under it.
+    pub fn changes_since(&self, before: &Fingerprint, root: &Path) -> Vec<String> {
+        let show = |p: &Path| {
+            p.strip_prefix(root)
+                .ok()
+                .filter(|r| !r.as_os_str().is_empty())
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        };
+        let mut out = Vec::new();
+        for (p, v) in &self.0 {
+            match before.0.get(p) {
+                None => out.push(format!("{} (added)", show(p))),
+                Some(w) if w != v => out.push(format!("{} (written)", show(p))),
+                Some(_) => {}
+            }
+        }
+        for p in before.0.keys().filter(|p| !self.0.contains_key(*p)) {
+            out.push(format!("{} (removed)", show(p)));
+        }
+        // A directory's times change with its entries: name the entries first.
+        out.sort_by_key(|s| (s.ends_with("(written)"), s.clone()));
+        out.truncate(5);
+        out
+    }
 }
 
 /// Every file of `commit`'s tree (what `git ls-tree -r` lists), read with `git

@@ -494,3 +494,63 @@ async fn a_forged_base_tree_is_refused() {
     let e = err(run(&s, &c, 20.0).await);
     assert!(e.to_string().contains("does not hash to its id"), "{e}");
 }
+
+/// A copy is not a sandbox: the agent's test wrote to the real tree by absolute path
+/// (a file beside the tests, and a section appended to the real `.git/config`) while
+/// the protected run passed (found by the red team, red11). The real tree is watched
+/// now and such a run is an error. Honest twin: a run that writes only in its copy
+/// (relative paths) is observed, and the real tree is as it was.
+#[tokio::test]
+async fn a_protected_run_that_writes_the_real_tree_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    write(r, "tests/t.txt", "owner\n");
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "base"]);
+    let base = String::from_utf8(
+        std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(r)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let c = ctx(r);
+    let with = |script: &str| {
+        src(&format!(
+            r#"{{ command = {{ argv = [{script:?}], shell = true, inherit_env = ["PATH"], protect = {{ base = "{base}", paths = ["tests/**"] }} }} }}"#
+        ))
+    };
+    // Honest twin: writes in the copy only.
+    let o = ok(run(
+        &with("echo x > out.txt && mkdir -p build && echo y > build/a"),
+        &c,
+        20.0,
+    )
+    .await);
+    assert_eq!(o["exit_code"], json!(0));
+    assert!(!r.join("out.txt").exists() && !r.join("build").exists());
+    let real = r.display().to_string();
+    for (script, named) in [
+        (
+            format!("echo x > {real}/escaped.txt"),
+            "escaped.txt (added)",
+        ),
+        (
+            format!("printf '[x]\\n\\ty = 1\\n' >> {real}/.git/config"),
+            ".git/config (written)",
+        ),
+        (format!("rm {real}/tests/t.txt"), "tests/t.txt (removed)"),
+    ] {
+        let e = err(run(&with(&script), &c, 20.0).await);
+        let text = e.to_string();
+        assert!(
+            text.contains("wrote to the real tree") && text.contains(named),
+            "{script}: {text}"
+        );
+    }
+}
