@@ -589,7 +589,10 @@ const MAX_WATCHED: usize = 2_000_000;
 /// the real `.git/config` and wrote a file beside the tests): comparing the two
 /// fingerprints turns such a write into an error instead of a verdict.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Fingerprint(std::collections::BTreeMap<PathBuf, (u32, u64, u64, i64, i64, i64, i64)>);
+pub struct Fingerprint(std::collections::BTreeMap<PathBuf, Stamp>);
+
+/// One entry's mode, size, inode, modification time (s, ns) and change time (s, ns).
+type Stamp = (u32, u64, u64, i64, i64, i64, i64);
 
 /// Take a [`Fingerprint`] of `paths`. Blocking; checks `deadline` as it goes.
 pub fn fingerprint(paths: &[PathBuf], deadline: Instant) -> Result<Fingerprint, ProbeError> {
