@@ -285,7 +285,20 @@ pub async fn run_with_before(
         !plan[i].waves.is_empty() && matches!(contract.checks[i].source, Source::SignedBy(_))
     });
     let total: usize = plan.iter().map(|p| p.waves.len()).sum::<usize>() + usize::from(delegated);
+    // Each probe scrubs the secrets it used; this scrubs every observation with the
+    // secrets of every check, so one check cannot show another's secret. The probes
+    // get them too, for the digests they publish (a file holding only a password).
+    let mut scrub = evident_probes::Scrubber::default();
+    for check in &contract.checks {
+        check
+            .source
+            .register_secrets(&settings.context.env, &mut scrub);
+    }
+    for s in &contract.snapshots {
+        s.source.register_secrets(&settings.context.env, &mut scrub);
+    }
     let mut clock = Observer::new(settings, total);
+    clock.secrets = scrub.clone();
     let mut observed: Vec<(usize, Wave, Observation, Duration)> = Vec::new();
     let head = if delegated {
         let git = Source::Git(evident_probes::GitSpec {
@@ -330,17 +343,6 @@ pub async fn run_with_before(
 
     evident_probes::reaper::kill_escaped_exclusive().await;
     let snapshot_runs = compare_snapshots(contract, &claim.claim, &plan, settings, before).await;
-    // Each probe scrubs the secrets it used; this scrubs every observation with the
-    // secrets of every check, so one check cannot show another's secret.
-    let mut scrub = evident_probes::Scrubber::default();
-    for check in &contract.checks {
-        check
-            .source
-            .register_secrets(&settings.context.env, &mut scrub);
-    }
-    for s in &contract.snapshots {
-        s.source.register_secrets(&settings.context.env, &mut scrub);
-    }
 
     let own = claim.claim.evidence.len();
     // The gate edits deep inside the document (its items, scrubbed), so it works on
@@ -767,6 +769,8 @@ struct Observer<'s> {
     deadline: Instant,
     finished: Arc<std::sync::atomic::AtomicUsize>,
     total: usize,
+    /// The contract's secrets, handed to every probe ([`evident_probes::Context::secrets`]).
+    secrets: evident_probes::Scrubber,
 }
 
 impl<'s> Observer<'s> {
@@ -785,12 +789,15 @@ impl<'s> Observer<'s> {
             deadline,
             finished: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             total,
+            secrets: evident_probes::Scrubber::default(),
         }
     }
 
     /// Observes every source of one wave concurrently; results in the given order.
     async fn wave(&mut self, sources: &[(String, Source)]) -> Vec<(Observation, Duration)> {
-        let ctx = Arc::new(self.settings.context.clone());
+        let mut ctx = self.settings.context.clone();
+        ctx.secrets = self.secrets.clone();
+        let ctx = Arc::new(ctx);
         let tasks: Vec<_> = sources
             .iter()
             .map(|(id, source)| {

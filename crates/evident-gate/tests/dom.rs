@@ -268,6 +268,7 @@ async fn gate(contract_toml: &str) -> Outcome {
             root: root.path().to_path_buf(),
             env,
             baseline: None,
+            secrets: Default::default(),
         },
         verifier_id: evident_gate::verifier_id(),
         progress: None,

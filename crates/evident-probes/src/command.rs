@@ -238,14 +238,14 @@ const DIGEST_LINE: usize = 1024 * 1024;
 /// wrote the inherited DSN's password alone to stderr made `stderr_sha256` its
 /// unsalted hash, `sha256("hunter2\n")`, in the report and the ledger). A stream that
 /// holds no secret digests exactly as its raw bytes.
-struct StreamDigest<'a> {
+pub(crate) struct StreamDigest<'a> {
     h: Sha256,
     scrub: Option<&'a Scrubber>,
     line: Vec<u8>,
 }
 
 impl<'a> StreamDigest<'a> {
-    fn new(scrub: Option<&'a Scrubber>) -> Self {
+    pub(crate) fn new(scrub: Option<&'a Scrubber>) -> Self {
         StreamDigest {
             h: Sha256::new(),
             scrub: scrub.filter(|s| !s.is_empty()),
@@ -253,7 +253,7 @@ impl<'a> StreamDigest<'a> {
         }
     }
 
-    fn update(&mut self, mut chunk: &[u8]) {
+    pub(crate) fn update(&mut self, mut chunk: &[u8]) {
         let Some(scrub) = self.scrub else {
             self.h.update(chunk);
             return;
@@ -273,7 +273,7 @@ impl<'a> StreamDigest<'a> {
         }
     }
 
-    fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         if let Some(scrub) = self.scrub {
             self.h.update(scrub.scrub_bytes(&self.line));
         }
@@ -924,6 +924,9 @@ pub async fn observe(
         }
         None => None,
     };
+    // Digests of the output as scrubbed of the command's own secrets and the contract's.
+    let mut digest_scrub = scrub.clone();
+    digest_scrub.extend(&ctx.secrets);
     let run_started = Instant::now();
     let fin = run(Launch {
         program,
@@ -932,7 +935,7 @@ pub async fn observe(
         env,
         keep,
         parse: true,
-        digest_scrub: Some(&*scrub),
+        digest_scrub: Some(&digest_scrub),
     })
     .await?;
     let duration_ms = u64::try_from(run_started.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -6,7 +6,6 @@ use std::io::Read;
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::error::ProbeError;
 use crate::spec::FileSpec;
@@ -17,7 +16,8 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 pub async fn observe(spec: &FileSpec, ctx: &Context) -> Result<Object, ProbeError> {
     let spec = spec.clone();
     let root = ctx.root.clone();
-    tokio::task::spawn_blocking(move || observe_blocking(&spec, &root))
+    let secrets = ctx.secrets.clone();
+    tokio::task::spawn_blocking(move || observe_with_secrets(&spec, &root, &secrets))
         .await
         .map_err(|e| ProbeError::Io {
             path: String::new(),
@@ -26,6 +26,18 @@ pub async fn observe(spec: &FileSpec, ctx: &Context) -> Result<Object, ProbeErro
 }
 
 pub(crate) fn observe_blocking(spec: &FileSpec, root: &Path) -> Result<Object, ProbeError> {
+    observe_with_secrets(spec, root, &crate::Scrubber::default())
+}
+
+/// The file probe, its `sha256` taken of the content as scrubbed of `secrets` (the
+/// red team's test wrote an inherited password alone into the file a readback
+/// observed, publishing `sha256("hunter2")`); a file holding no secret hashes as its
+/// raw bytes.
+fn observe_with_secrets(
+    spec: &FileSpec,
+    root: &Path,
+    secrets: &crate::Scrubber,
+) -> Result<Object, ProbeError> {
     if let Some(pc) = &spec.postcondition {
         let max = spec.max_bytes.unwrap_or(DEFAULT_MAX_FILE_BYTES);
         return crate::postcondition::observe(&spec.path, pc, root, max);
@@ -79,7 +91,7 @@ pub(crate) fn observe_blocking(spec: &FileSpec, root: &Path) -> Result<Object, P
     }
     // Read at most max + 1 bytes: a file that grew past the limit is still caught.
     let mut reader = file.take(max.saturating_add(1));
-    let mut hasher = Sha256::new();
+    let mut hasher = crate::command::StreamDigest::new(Some(secrets));
     let mut kept = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut total: u64 = 0;
@@ -104,7 +116,7 @@ pub(crate) fn observe_blocking(spec: &FileSpec, root: &Path) -> Result<Object, P
         }
     }
     obj.insert("size".into(), Value::from(total));
-    obj.insert("sha256".into(), Value::from(hex::encode(hasher.finalize())));
+    obj.insert("sha256".into(), Value::from(hasher.finish()));
     if !spec.contains.is_empty() {
         let mut c = Map::new();
         for s in &spec.contains {

@@ -326,7 +326,7 @@ pub(crate) async fn observe(
         args: global_args(),
     };
     git.harden().await?;
-    observe_with(&git, rev, file.as_deref(), spec, limit).await
+    observe_with(&git, rev, file.as_deref(), spec, limit, &ctx.secrets).await
 }
 
 async fn observe_with(
@@ -335,6 +335,7 @@ async fn observe_with(
     file: Option<&str>,
     spec: &GitSpec,
     limit: std::time::Duration,
+    ctx_secrets: &crate::Scrubber,
 ) -> Result<Object, ProbeError> {
     let mut obj = Map::new();
     // Is this a repository at all? Otherwise "no such commit" would be a lie.
@@ -418,10 +419,11 @@ async fn observe_with(
         .remove(&entry.oid)
         .ok_or_else(|| git_err(format!("blob {} of {file:?} is missing", entry.oid)))?;
         obj.insert("file_exists".into(), Value::Bool(true));
-        obj.insert(
-            "file_sha256".into(),
-            Value::from(hex::encode(Sha256::digest(&blob))),
-        );
+        // As scrubbed of the contract's secrets, as the file probe's `sha256` is, so
+        // the two still compare (and a committed password does not publish its hash).
+        let mut digest = crate::command::StreamDigest::new(Some(ctx_secrets));
+        digest.update(&blob);
+        obj.insert("file_sha256".into(), Value::from(digest.finish()));
     }
     Ok(obj)
 }

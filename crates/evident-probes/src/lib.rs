@@ -62,6 +62,11 @@ pub struct Context {
     /// recorded baseline (the hook) or `gate --baseline REV`. None: such a check
     /// cannot run and observes nothing.
     pub baseline: Option<String>,
+    /// The secrets of the whole contract, registered by the gate before it observes
+    /// ([`Source::register_secrets`] of every check): a digest a probe publishes (a
+    /// file's `sha256`, a command's `stdout_sha256`) is taken of the content as
+    /// scrubbed of them, so a file holding only a password does not publish its hash.
+    pub secrets: Scrubber,
 }
 
 /// Names only: the environment holds secrets, and a debug print must not show them.
@@ -86,6 +91,7 @@ impl Context {
             root: root.into(),
             env,
             baseline: None,
+            secrets: Scrubber::default(),
         }
     }
 }

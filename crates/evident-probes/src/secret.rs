@@ -349,6 +349,13 @@ impl Scrubber {
         }
     }
 
+    /// Every secret of `other` too.
+    pub fn extend(&mut self, other: &Scrubber) {
+        for s in &other.secrets {
+            self.add_min(s, 1);
+        }
+    }
+
     /// No secret registered.
     pub fn is_empty(&self) -> bool {
         self.secrets.is_empty()

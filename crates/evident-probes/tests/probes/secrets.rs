@@ -180,3 +180,24 @@ async fn an_output_digest_is_not_the_hash_of_a_secret() {
     assert_eq!(o["stderr_sha256"], json!(hash(b"***\n")));
     assert_eq!(o["stdout_sha256"], json!(hash(b"1 passed\n")));
 }
+
+/// The red team's leak through a readback: the agent's test wrote an inherited
+/// password alone into the file a check observes, and the file probe published
+/// `sha256("hunter2")`. With the contract's secrets in the context (the gate puts
+/// them there), the digest is of the content as scrubbed; a file holding no secret
+/// hashes as its raw bytes (the honest twin, which a git `file_sha256` still equals).
+#[tokio::test]
+async fn a_file_digest_is_not_the_hash_of_a_secret() {
+    use sha2::Digest as _;
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("pw.txt"), "hunter2").unwrap();
+    std::fs::write(d.path().join("plain.txt"), "12 passed\n").unwrap();
+    let mut c = ctx(d.path());
+    c.secrets.add("postgres://app:hunter2@db/x");
+    let hash = |b: &[u8]| hex::encode(sha2::Sha256::digest(b));
+    let o = ok(run(&src(r#"{ file = { path = "pw.txt" } }"#), &c, 10.0).await);
+    assert_ne!(o["sha256"], json!(hash(b"hunter2")));
+    assert_eq!(o["sha256"], json!(hash(b"***")));
+    let o = ok(run(&src(r#"{ file = { path = "plain.txt" } }"#), &c, 10.0).await);
+    assert_eq!(o["sha256"], json!(hash(b"12 passed\n")));
+}
