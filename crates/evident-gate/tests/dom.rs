@@ -133,6 +133,14 @@ fn page(
         "/orders/paid" => html(LATE_STATUS.replace("STATE", "paid")),
         "/orders/pending" => html(LATE_STATUS.replace("STATE", "pending")),
         "/orders/never" => html("<p>no status here</p>".into()),
+        // "Paid" in the DOM, where a person cannot see it (red16's dom_hidden_visible).
+        "/orders/scaled" => html(r#"<div id="status" style="transform:scale(0)">Paid</div><div>Pending</div>"#.into()),
+        "/orders/clipped" => html(r#"<div id="status" style="clip-path:inset(50%)">Paid</div><div>Pending</div>"#.into()),
+        "/orders/offscreen" => html(r#"<div id="status" style="position:absolute;left:-10000px">Paid</div><div>Pending</div>"#.into()),
+        "/orders/transparent" => html(r#"<div id="status" style="color:transparent">Paid</div><div>Pending</div>"#.into()),
+        "/orders/zerofont" => html(r#"<style>#status{font-size:0} #status::after{content:"Pending";font-size:16px}</style><div id="status">Paid</div>"#.into()),
+        "/orders/covered" => html(r#"<div id="status">Paid</div><div style="position:fixed;inset:0;background:#fff;z-index:9">Pending</div>"#.into()),
+        "/orders/zeroparent" => html(r#"<div style="width:0;height:0;overflow:hidden"><div id="status">Paid</div></div><div>Pending</div>"#.into()),
         // A page that shows the cookie it was sent.
         "/orders/echo" if cookie_ok => html(format!("<div id=\"status\">session {SESSION}</div>")),
         "/orders/spin" => html(
@@ -380,6 +388,40 @@ async fn a_hidden_element_is_observed_not_visible() {
     let o = gate(&contract(&url, r#"{ text = "Paid", visible = true }"#, "")).await;
     assert_eq!(o.verdict.state, State::Refuted, "{}", o.verdict.reason);
     assert_eq!(observed(&o)["visible"], false);
+}
+
+/// `visible` means a person can see it: text scaled to nothing, clipped away, off the
+/// page, transparent, at font size 0 behind `::after` content, covered by another
+/// element or inside a zero-size box reads `visible = false` (each read `true` when
+/// visible was only CSS visibility and a layout box). The honest twin is
+/// `status_written_by_javascript_after_load_verifies`: a plain status is visible.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs chromium: .ci/run installs it and runs this"
+)]
+async fn text_a_person_cannot_see_is_not_visible() {
+    let (other, _) = other_origin().await;
+    let (port, _) = app(other).await;
+    for page in [
+        "scaled",
+        "clipped",
+        "offscreen",
+        "transparent",
+        "zerofont",
+        "covered",
+        "zeroparent",
+    ] {
+        let url = format!("http://127.0.0.1:{port}/orders/{page}");
+        let o = gate(&contract(&url, r#"{ text = "Paid", visible = true }"#, "")).await;
+        assert_eq!(observed(&o)["visible"], false, "{page}: {:?}", o.runs);
+        assert_eq!(
+            o.verdict.state,
+            State::Refuted,
+            "{page}: {}",
+            o.verdict.reason
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

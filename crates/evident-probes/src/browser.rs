@@ -785,6 +785,40 @@ fn script(selector: &str, attributes: &[String]) -> String {
   try {{ all = document.querySelectorAll({sel}); }} catch (e) {{ return {{ error: String(e.message) }}; }}
   if (all.length === 0) return null;
   const el = all[0];
+  // Seen by a person: some of its text (or, without text, its box) is painted at a
+  // point where the page's own hit test finds this element — not scaled to nothing,
+  // clipped, off the page, covered, in a transparent colour or at font size 0.
+  const hit = (r) => {{
+    if (r.width < 1 || r.height < 1) return false;
+    const x = r.left + r.width / 2, y = r.top + r.height / 2;
+    if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) return false;
+    const at = document.elementFromPoint(x, y);
+    return at !== null && el.contains(at);
+  }};
+  const alpha = (c) => {{
+    const m = /rgba?\(([^)]*)\)/.exec(c || "");
+    if (!m) return c === "transparent" ? 0 : 1;
+    const parts = m[1].split(/[\s,\/]+/).filter(Boolean);
+    return parts.length > 3 ? parseFloat(parts[3]) : 1;
+  }};
+  const seen = (el) => {{
+    const r = el.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) return false;
+    el.scrollIntoView({{ block: "center", inline: "center" }});
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let texts = 0;
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {{
+      if (!n.data.trim() || !n.parentElement) continue;
+      texts++;
+      const cs = getComputedStyle(n.parentElement);
+      if (alpha(cs.color) === 0 || alpha(cs.webkitTextFillColor) === 0) continue;
+      if (parseFloat(cs.fontSize) < 1) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      for (const q of range.getClientRects()) if (hit(q)) return true;
+    }}
+    return texts === 0 && hit(el.getBoundingClientRect());
+  }};
   const attributes = {{}};
   for (const n of {names}) attributes[n] = el.getAttribute(n);
   const boxes = el.getClientRects().length > 0;
@@ -792,7 +826,7 @@ fn script(selector: &str, attributes: &[String]) -> String {
     ? el.checkVisibility({{ opacityProperty: true, visibilityProperty: true }})
     : true;
   const text = typeof el.innerText === "string" ? el.innerText : el.textContent;
-  return {{ count: all.length, text: text || "", visible: boxes && shown, attributes, html: el.outerHTML }};
+  return {{ count: all.length, text: text || "", visible: boxes && shown && seen(el), attributes, html: el.outerHTML }};
 }})()"#
     )
 }
