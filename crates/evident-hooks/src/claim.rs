@@ -60,6 +60,14 @@ pub fn scrubbed(text: &str, scrub: &Scrubber) -> String {
     }
 }
 
+/// Agent-made text (a file name, a tool call's id or name) as it may appear in a
+/// reason the agent and the user read: secrets scrubbed, and control characters
+/// (newline, ESC, CR, bidirectional overrides) shown as `\u{..}` escapes, so it can add
+/// no line of its own ("evident: verified…") and no terminal control.
+pub fn shown(text: &str, scrub: &Scrubber) -> String {
+    evident_pipeline::render::shown(&scrubbed(text, scrub)).into_owned()
+}
+
 /// A path written in the transcript, relative to the repository's top, when inside it.
 fn relative(path: &str, cwd: &Path, top: &Path) -> Option<String> {
     let p = Path::new(path);
@@ -145,7 +153,7 @@ pub async fn build(witness: &Witness, input: Input<'_>) -> Result<Built, String>
             if !changed.iter().any(|c| c == w) {
                 findings.push(format!(
                     "the transcript shows a write to {} (line {line}) that git does not show changed since {base_short}: the edit was lost or reverted",
-                    scrubbed(w, input.scrub)
+                    shown(w, input.scrub)
                 ));
             }
         }
@@ -161,15 +169,15 @@ pub async fn build(witness: &Witness, input: Input<'_>) -> Result<Built, String>
                 };
                 findings.push(format!(
                     "git shows {} changed since {base_short} but no call in the transcript wrote it ({why})",
-                    scrubbed(c, input.scrub)
+                    shown(c, input.scrub)
                 ));
             }
         }
         for c in trace.calls.iter().filter(|c| c.outcome.is_none()) {
             findings.push(format!(
                 "tool call {} ({}) at line {} never got a result (unfinished)",
-                scrubbed(&c.id, input.scrub),
-                scrubbed(&c.name, input.scrub),
+                shown(&c.id, input.scrub),
+                shown(&c.name, input.scrub),
                 c.line
             ));
         }

@@ -74,7 +74,11 @@ pub fn decide(
         before: opts.before.clone(),
     })
     .map_err(|e| e.to_string())?;
-    let mut explanation = decision.verdict.reason.clone();
+    // The verdict's words and each check's error can hold the agent's text (a path,
+    // a command's output): shown with control characters escaped, so only evident's
+    // own newlines separate the lines the agent and the user read.
+    let shown = |t: &str| evident_pipeline::render::shown(t).into_owned();
+    let mut explanation = shown(&decision.verdict.reason);
     for run in &decision.runs {
         let finding = decision
             .verdict
@@ -85,7 +89,7 @@ pub fn decide(
             continue;
         }
         let observed = match &run.error {
-            Some(e) => format!("could not observe: {e}"),
+            Some(e) => format!("could not observe: {}", shown(e)),
             None => format!("observed {}", short(&run.observed)),
         };
         explanation.push_str(&format!(
@@ -94,7 +98,7 @@ pub fn decide(
             run.check_type,
             run.target,
             short(&Value::Object(run.expected.clone())),
-            finding.map_or(String::new(), |f| format!(" ({})", f.detail)),
+            finding.map_or(String::new(), |f| format!(" ({})", shown(&f.detail))),
         ));
     }
     Ok(Decision {

@@ -92,6 +92,45 @@ pub fn run(agent: Agent, stdin: &[u8], opts: &Options, env: Env<'_>) -> (String,
     (agent::render(agent, &answer), log)
 }
 
+/// How long past `--timeout` the hook may take before [`overdue`] answers in its place:
+/// the gate's checks share the deadline, and what follows them (the tree hashed again,
+/// the state saved) fits in this. `evident init` registers the agent's timeout 60 s
+/// above the deadline, so the answer comes before the agent gives up on the hook.
+pub fn grace(deadline: Duration) -> Duration {
+    (deadline / 10).clamp(Duration::from_secs(1), Duration::from_secs(30))
+}
+
+/// The answer when the hook has not finished by `--timeout` plus [`grace`]: something
+/// took longer than it may (a file of terabytes hashed, a lock held, a check's process
+/// that does not stop). Every agent lets a stop through when its hook times out, so
+/// the stop is refused here, before that; a session start says nothing.
+pub fn overdue(agent: Agent, stdin: &[u8], opts: &Options) -> (String, Vec<String>) {
+    let limit = opts.deadline + grace(opts.deadline);
+    let kind = agent::parse_event(agent, stdin, opts.event.as_deref())
+        .ok()
+        .and_then(|e| e.kind);
+    let (answer, line) = match kind {
+        Some(Kind::Stop) | Some(Kind::SubagentStop) => (
+            Answer::Refuse {
+                reason: format!(
+                    "evident could not finish checking this stop within {} s (its deadline, --timeout, plus {} s), so it is refused (nothing was verified). Something in the working tree or the checks takes too long: a very large file, a check that does not end, or another stop in this repository still being checked. Fix that, then stop again.",
+                    limit.as_secs(),
+                    grace(opts.deadline).as_secs()
+                ),
+            },
+            format!(
+                "evident hook: not finished within {} s: the stop is refused",
+                limit.as_secs()
+            ),
+        ),
+        _ => (
+            Answer::Silent,
+            format!("evident hook: not finished within {} s", limit.as_secs()),
+        ),
+    };
+    (agent::render(agent, &answer), vec![line])
+}
+
 struct Failure {
     message: String,
     on_unverified: Option<OnUnverified>,
@@ -414,12 +453,15 @@ fn stop(
     runtime: &tokio::runtime::Runtime,
     log: &mut Vec<String>,
 ) -> Result<Answer, Failure> {
+    let clock = std::time::Instant::now();
     let dir = repo_dir(agent, event, env)?;
     let w = runtime.block_on(open_witness(&dir, env))?;
     let top = w.top().canonicalize().map_err(|e| e.to_string())?;
     let sdir = state_dir(opts, env)?;
     let store = state::Store::open(&sdir, &top)?;
-    let _lock = store.lock(&top)?;
+    // Another session's stop may hold the lock for its whole gate: waiting without a
+    // bound would run this hook past the agent's timeout, which lets the stop through.
+    let _lock = store.lock(&top, opts.deadline / 3)?;
     let key = state::session_key(&event.session_id, &top);
     let mut session = match store.load(&key)? {
         Some(s) => s,
@@ -481,7 +523,14 @@ fn stop(
                 scrub: &scrub,
             },
         ))
-        .map_err(fail)?;
+        // What the tree and the repository hold is the agent's: an error reading them
+        // (a deleted object, an unreadable file) refuses the stop under every
+        // on_unverified, or refuted work could pass as "could not check".
+        .map_err(|e| {
+            Failure::from(format!(
+                "{e} (the working tree or the repository could not be read; this refuses the stop whatever the contract's on_unverified says)"
+            ))
+        })?;
     for f in &built.findings {
         log.push(format!("evident: finding: {f}"));
     }
@@ -563,7 +612,11 @@ fn stop(
         &top,
         &gate::Options {
             jobs: opts.jobs,
-            deadline: opts.deadline,
+            // One deadline for the whole stop: what the lock and git took is spent.
+            deadline: opts
+                .deadline
+                .saturating_sub(clock.elapsed())
+                .max(Duration::from_secs(1)),
             ledger,
             no_record: opts.no_record,
             key: opts.key.clone(),
@@ -593,20 +646,53 @@ fn stop(
     text.push_str(
         "\nMake every check pass (do not edit the tests or the contract), then stop again.",
     );
-    // Only commands write into the tree while the gate runs.
-    let ran_commands = contract
-        .contract
-        .checks
-        .iter()
-        .any(|c| matches!(c.source, evident_probes::Source::Command(_)));
-    let after_tree_hash = if ran_commands {
-        runtime.block_on(w.changes(&base)).ok().map(|c| c.tree_hash)
+    // The agent's code runs while the gate runs (its commands, or its server behind
+    // an endpoint or a page): it can write into the tree.
+    let ran_agent_code = contract.contract.checks.iter().any(|c| {
+        matches!(
+            c.source,
+            evident_probes::Source::Command(_)
+                | evident_probes::Source::Http(_)
+                | evident_probes::Source::Browser(_)
+        )
+    });
+    let after_tree_hash = if ran_agent_code {
+        // Unreadable after the run: treated as changed (the tree left is unknown).
+        Some(
+            runtime
+                .block_on(w.changes(&base))
+                .map(|c| c.tree_hash)
+                .unwrap_or_default(),
+        )
     } else {
         None
     };
+    let changed_by_run = after_tree_hash
+        .as_deref()
+        .is_some_and(|h| h != built.changes.tree_hash);
+    if decision.state == State::Verified && changed_by_run {
+        // Verified was decided on the tree before the run; the run (the agent's code)
+        // left another one, which nothing checked: not a verified stop, and not a
+        // decision to reuse for that tree.
+        session.last = None;
+        let reason = format!(
+            "evident checked this stop against the owner's contract ({contract_name}) and the checks passed{recorded}, but their run changed the working tree: the tree left now is not the tree that was checked, so the stop is refused. Stop again to check the tree as it is (keep what the tests write out of the tree, or in .gitignore)."
+        );
+        return Ok(refusal(
+            &store,
+            &key,
+            &mut session,
+            &settings,
+            reason,
+            decision.record,
+            log,
+        )?);
+    }
     session.last = Some(state::LastDecision {
         tree_hash: built.changes.tree_hash.clone(),
-        after_tree_hash,
+        // A refusal may be reused for the tree its run left; a verified decision only
+        // for the tree it checked (equal here).
+        after_tree_hash: after_tree_hash.filter(|_| decision.state != State::Verified),
         contract_hash,
         state: state_name.clone(),
         text: text.clone(),

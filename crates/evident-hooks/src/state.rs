@@ -262,8 +262,8 @@ impl Store {
     }
 
     /// Hold the repository's lock (gates on one repository run one at a time) until
-    /// the returned file is dropped.
-    pub fn lock(&self, repo: &Path) -> Result<std::fs::File, String> {
+    /// the returned file is dropped; waiting at most `wait` for another holder.
+    pub fn lock(&self, repo: &Path, wait: std::time::Duration) -> Result<std::fs::File, String> {
         let name = hex::encode(Sha256::digest(repo.as_os_str().as_encoded_bytes()));
         let p = self.dir.join("locks").join(format!("{}.lock", &name[..32]));
         let f = std::fs::OpenOptions::new()
@@ -272,8 +272,24 @@ impl Store {
             .write(true)
             .open(&p)
             .map_err(|e| format!("{}: {e}", p.display()))?;
-        f.lock()
-            .map_err(|e| format!("{}: cannot lock: {e}", p.display()))?;
-        Ok(f)
+        let until = std::time::Instant::now() + wait;
+        loop {
+            match f.try_lock() {
+                Ok(()) => return Ok(f),
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < until => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(format!(
+                        "another stop in this repository is being checked and held the lock for {} s ({}); stop again once it is done",
+                        wait.as_secs(),
+                        p.display()
+                    ));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(format!("{}: cannot lock: {e}", p.display()));
+                }
+            }
+        }
     }
 }

@@ -1487,14 +1487,66 @@ impl Witness {
             &env,
         )
         .await?;
-        let others: Vec<Vec<u8>> = others
+        let mut others: Vec<Vec<u8>> = others
             .split(|&b| b == 0)
             .filter(|p| !p.is_empty())
             .map(<[u8]>::to_vec)
             .collect();
+        // A new .gitignore can ignore itself (`*`): it would hide itself and what it
+        // ignores from the claim and the tree's hash, so a change there would reuse
+        // the last decision. Such a .gitignore is a change, and every file it hides is
+        // hashed into the tree (not claimed: caches such as .pytest_cache/ do this).
+        let ignored = listing(
+            &self.git,
+            &[
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--directory",
+                "--exclude-per-directory=.gitignore",
+            ],
+            &env,
+        )
+        .await?;
+        let mut hidden: Vec<Vec<u8>> = Vec::new();
+        for gi in ignored
+            .split(|&b| b == 0)
+            .filter(|p| *p == b".gitignore" || p.ends_with(b"/.gitignore"))
+        {
+            let dir = &gi[..gi.len() - b".gitignore".len()];
+            let mut args: Vec<&str> = vec![
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-per-directory=.gitignore",
+                "--",
+            ];
+            let dir_s = std::str::from_utf8(dir).map_err(|_| {
+                git_err(format!(
+                    "{}.gitignore ignores itself and its directory's name is not UTF-8",
+                    show(dir)
+                ))
+            })?;
+            let spec = format!(":(literal){dir_s}");
+            if !dir.is_empty() {
+                args.push(&spec);
+            }
+            let under = listing(&self.git, &args, &env).await?;
+            hidden.extend(
+                under
+                    .split(|&b| b == 0)
+                    .filter(|p| !p.is_empty() && *p != gi)
+                    .map(<[u8]>::to_vec),
+            );
+            others.push(gi.to_vec());
+        }
+        hidden.sort();
+        hidden.dedup();
         let top = self.git.repo.clone();
         let sha256 = self.sha256;
-        tokio::task::spawn_blocking(move || diff_work_tree(&top, &base, &others, sha256))
+        tokio::task::spawn_blocking(move || diff_work_tree(&top, &base, &others, &hidden, sha256))
             .await
             .map_err(|e| git_err(format!("comparing the work tree failed: {e}")))?
     }
@@ -1550,10 +1602,12 @@ fn current(top: &Path, path: &[u8], sha256: bool) -> Result<Option<(u32, String)
     )))
 }
 
+/// `hidden`: files a self-ignoring `.gitignore` hides, in the hash but not claimed.
 fn diff_work_tree(
     top: &Path,
     base: &[TreeFile],
     others: &[Vec<u8>],
+    hidden: &[Vec<u8>],
     sha256: bool,
 ) -> Result<Changes, ProbeError> {
     let mut changed = Vec::new();
@@ -1579,9 +1633,15 @@ fn diff_work_tree(
             present.push((p.clone(), mode, oid));
         }
     }
+    for p in hidden {
+        if let Some((mode, oid)) = current(top, p, sha256)? {
+            present.push((p.clone(), mode, oid));
+        }
+    }
     changed.sort();
     changed.dedup();
     present.sort();
+    present.dedup();
     let mut h = Sha256::new();
     for (path, mode, oid) in &present {
         h.update(path);

@@ -11,7 +11,11 @@
 //!
 //! In rollouts the user's words are the `event_msg` `user_message` (Codex injects
 //! environment context and instructions as `response_item` user messages, which are
-//! skipped); exit codes from `exec_command_end` decide a shell call's status.
+//! skipped). A shell call's status: the exit code of its `exec_command_end` (before or
+//! after the output: that event is persisted only in some modes), else the
+//! `metadata.exit_code` of the JSON Codex wraps the output in, else `success`, else
+//! the `Exit code: N` / `Process exited with code N` header above `Output:` (a text
+//! convention, recorded as [`StatusFrom::TextExitCode`]).
 
 use serde_json::Value;
 
@@ -149,11 +153,18 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                             ),
                             other => (text_of(other), None),
                         };
-                        let (is_error, status_from) = match (exit_codes.get(&id), flag) {
-                            (Some(c), _) => (*c != 0, StatusFrom::ExitCode),
-                            (None, Some(e)) => (e, StatusFrom::Flag),
-                            (None, None) => (false, StatusFrom::Absent),
-                        };
+                        // Codex's own wrapper of a shell call's output:
+                        // {"output": …, "metadata": {"exit_code": N, …}} as a string.
+                        let (is_error, status_from) =
+                            match (exit_codes.get(&id), wrapped_exit_code(&text), flag) {
+                                (Some(c), _, _) => (*c != 0, StatusFrom::ExitCode),
+                                (None, Some(c), _) => (c != 0, StatusFrom::ExitCode),
+                                (None, None, Some(e)) => (e, StatusFrom::Flag),
+                                (None, None, None) => match header_exit_code(&text) {
+                                    Some(c) => (c != 0, StatusFrom::TextExitCode),
+                                    None => (false, StatusFrom::Absent),
+                                },
+                            };
                         pairing
                             .result(
                                 &mut trace,
@@ -171,7 +182,24 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                     }
                     ("event_msg", "exec_command_end") => {
                         if let Some(c) = p.get("exit_code").and_then(Value::as_i64) {
-                            exit_codes.insert(call_id()?, c);
+                            let id = call_id()?;
+                            // The end event may be written after the output: the exit
+                            // code still decides the call it ends.
+                            match trace
+                                .calls
+                                .iter_mut()
+                                .rev()
+                                .find(|k| k.id == id)
+                                .and_then(|k| k.outcome.as_mut())
+                            {
+                                Some(o) => {
+                                    o.is_error = c != 0;
+                                    o.status_from = StatusFrom::ExitCode;
+                                }
+                                None => {
+                                    exit_codes.insert(id, c);
+                                }
+                            }
                         }
                     }
                     _ => {}
@@ -268,4 +296,38 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
         }
     }
     Ok(trace)
+}
+
+/// The exit code in Codex's JSON wrapper of a shell call's output (`{"output": …,
+/// "metadata": {"exit_code": N}}`, serialised into the output string).
+fn wrapped_exit_code(text: &str) -> Option<i64> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let v: Value = serde_json::from_str(text).ok()?;
+    v.get("metadata")?.get("exit_code")?.as_i64()
+}
+
+/// The exit code in the header Codex writes before a command's output (`Exit code: N`
+/// as the first line, or `Process exited with code N` among the header lines before
+/// `Output:`). Only the header is read: what follows `Output:` is the command's own.
+fn header_exit_code(text: &str) -> Option<i64> {
+    for (i, l) in text.lines().enumerate() {
+        let l = l.trim_end();
+        if l == "Output:" {
+            break;
+        }
+        if i == 0
+            && let Some(n) = l.strip_prefix("Exit code: ")
+        {
+            return n.trim().parse().ok();
+        }
+        if let Some(n) = l.strip_prefix("Process exited with code ") {
+            return n.trim().parse().ok();
+        }
+        if i >= 8 {
+            break;
+        }
+    }
+    None
 }

@@ -195,3 +195,60 @@ fn codex_exec_json_items_pair_by_id() {
     .unwrap_err();
     assert!(dup.message.contains("duplicate"));
 }
+
+/// red13: a Codex rollout keeps a shell call's exit code inside the output string
+/// (`{"output": …, "metadata": {"exit_code": N}}`, or a header `Exit code: N` /
+/// `Process exited with code N` before `Output:`), and `exec_command_end` is not
+/// persisted by default — or comes after the output. Each of these failed calls was
+/// read as a success; their twins with exit code 0 stay successes.
+#[test]
+fn codex_exit_codes_in_the_output_or_after_it_decide() {
+    let shell = |id: &str| {
+        item(
+            "response_item",
+            json!({"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"pytest\"]}", "call_id": id}),
+        )
+    };
+    let out = |id: &str, output: String| {
+        item(
+            "response_item",
+            json!({"type": "function_call_output", "call_id": id, "output": output}),
+        )
+    };
+    let wrapped = |code: i64| {
+        json!({"output": "Output:\nExit code: 0\n", "metadata": {"exit_code": code, "duration_seconds": 0.1}}).to_string()
+    };
+    for code in [1, 0] {
+        let t = codex::read(
+            &jsonl(&[
+                shell("a"),
+                out("a", wrapped(code)),
+                shell("b"),
+                out("b", format!("Exit code: {code}\nWall time: 0.1 seconds\nOutput:\nExit code: 0\n")),
+                shell("c"),
+                out("c", format!("Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code {code}\nOutput:\nProcess exited with code 0\n")),
+                shell("d"),
+                out("d", "1 failed".into()),
+                item("event_msg", json!({"type": "exec_command_end", "call_id": "d", "exit_code": code})),
+            ]),
+            "rollout.jsonl",
+        )
+        .unwrap();
+        let o: Vec<_> = t.calls.iter().map(|c| c.outcome.clone().unwrap()).collect();
+        for (c, o) in t.calls.iter().zip(&o) {
+            assert_eq!(o.is_error, code != 0, "call {} with exit code {code}", c.id);
+        }
+        assert_eq!(o[0].status_from, StatusFrom::ExitCode);
+        assert_eq!(o[1].status_from, StatusFrom::TextExitCode);
+        assert_eq!(o[2].status_from, StatusFrom::TextExitCode);
+        assert_eq!(o[3].status_from, StatusFrom::ExitCode);
+    }
+    // What a command prints after `Output:` is its own, never a status.
+    let t = codex::read(
+        &jsonl(&[shell("e"), out("e", "Output:\nExit code: 1\n".into())]),
+        "r",
+    )
+    .unwrap();
+    let o = t.calls[0].outcome.as_ref().unwrap();
+    assert_eq!((o.is_error, o.status_from), (false, StatusFrom::Absent));
+}

@@ -56,6 +56,7 @@ pub fn parse_agent(s: &str) -> Result<Agent, String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    let clock = std::time::Instant::now();
     let mut stdin = Vec::new();
     let read = std::io::stdin()
         .take(16 * 1024 * 1024 + 1)
@@ -76,13 +77,33 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Err(e) = read {
         stdin = format!("{{\"evident_error\": {:?}}}", e.to_string()).into_bytes();
     }
-    let env = |k: &str| std::env::var(k).ok();
-    let (out, log) = evident_hooks::run(args.agent, &stdin, &opts, &env);
+    // The hook answers before the agent's timeout whatever happens inside it: the
+    // work runs on its own thread, and past the deadline plus a grace the stop is
+    // refused here and the process ends (an agent lets a timed-out hook's stop through).
+    let agent = args.agent;
+    let limit = opts.deadline + evident_hooks::grace(opts.deadline);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (work_stdin, work_opts) = (stdin.clone(), opts.clone());
+    std::thread::spawn(move || {
+        let env = |k: &str| std::env::var(k).ok();
+        let _ = tx.send(evident_hooks::run(agent, &work_stdin, &work_opts, &env));
+    });
+    let (out, log, overdue) = match rx.recv_timeout(limit.saturating_sub(clock.elapsed())) {
+        Ok((out, log)) => (out, log, false),
+        Err(_) => {
+            let (out, log) = evident_hooks::overdue(agent, &stdin, &opts);
+            (out, log, true)
+        }
+    };
     for l in log {
         eprintln!("{}", evident_pipeline::render::shown(&l));
     }
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(out.as_bytes());
     let _ = o.flush();
+    if overdue {
+        // The worker is still running: end the process (exit code 0, as every answer).
+        std::process::exit(i32::from(crate::exit::OK));
+    }
     Ok(crate::exit::OK)
 }
