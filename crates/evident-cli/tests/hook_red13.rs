@@ -429,3 +429,66 @@ fn a_self_ignoring_gitignore_hides_nothing_from_the_reuse_check() {
     assert!(targets.contains(&"calc/.gitignore"), "{targets:?}");
     assert!(targets.contains(&"calc.py"), "{targets:?}");
 }
+
+/// A decision was reused while the tree's hash and the contract's were unchanged,
+/// though the contract also reads a Redis key: after a verified stop the agent broke
+/// the key without touching a file, and the next stop was allowed, reused.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest and Redis ($EVIDENT_TEST_REDIS_URL): .ci/run starts them"
+)]
+fn a_contract_that_reads_outside_the_tree_is_checked_again_at_every_stop() {
+    let url =
+        std::env::var("EVIDENT_TEST_REDIS_URL").unwrap_or("redis://127.0.0.1:6379".into());
+    let key = format!("red13:reuse:{}", std::process::id());
+    let set = |v: &str| {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-u", &url, "set", &key, v])
+            .output()
+            .expect("redis-cli");
+        assert!(out.status.success(), "{out:?}");
+    };
+    let c = contract("").replace(
+        "requires = [\"test_run\"]",
+        "requires = [\"test_run\", \"state_readback\"]",
+    ) + &format!(
+        r#"
+[[check]]
+id = "flag"
+check_type = "state_readback"
+covers = {{ kind = "code_change" }}
+source = {{ redis = {{ url_env = "RED13_REDIS_URL", op = "get", key = "{key}" }} }}
+expected = {{ value = "ok" }}
+"#
+    );
+    let w = world(&c);
+    let run = |w: &World| {
+        let out = assert_cmd::Command::cargo_bin("evident")
+            .unwrap()
+            .args(["hook", "claude-code", "--state-dir"])
+            .arg(&w.state)
+            .env("CLAUDE_PROJECT_DIR", &w.repo)
+            .env("RED13_REDIS_URL", &url)
+            .env_remove("EVIDENT_LEDGER")
+            .write_stdin(event(w, "Stop").to_string())
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    start(&w);
+    std::fs::write(w.repo.join("calc.py"), RIGHT).unwrap();
+    set("ok");
+    let (v, _) = run(&w);
+    allowed(&v);
+    // The attack: the key broken, the tree as it was.
+    set("broken");
+    let (v, err) = run(&w);
+    assert!(!err.contains("reused"), "{err}");
+    assert!(refused(&v).contains("flag"), "{v}");
+    // Honest twin: the key put right again, nothing else changed: allowed.
+    set("ok");
+    let (v, _) = run(&w);
+    allowed(&v);
+}

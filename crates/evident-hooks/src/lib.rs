@@ -565,8 +565,18 @@ fn stop(
         });
     }
 
-    // A decision is reused while the tree and the contract are unchanged.
-    if let Some(last) = session.last.clone()
+    // A decision is reused while the tree and the contract are unchanged — when the
+    // contract reads nothing but the tree: a database row, a key, an endpoint, git's
+    // refs or a snapshot's sets can change while the tree's hash does not.
+    let reads_only_the_tree = contract.contract.snapshots.is_empty()
+        && contract.contract.checks.iter().all(|c| {
+            matches!(
+                c.source,
+                evident_probes::Source::Command(_) | evident_probes::Source::File(_)
+            )
+        });
+    if reads_only_the_tree
+        && let Some(last) = session.last.clone()
         && (last.tree_hash == built.changes.tree_hash
             || last.after_tree_hash.as_deref() == Some(built.changes.tree_hash.as_str()))
         && last.contract_hash == contract_hash
