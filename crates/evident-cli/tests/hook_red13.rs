@@ -439,8 +439,7 @@ fn a_self_ignoring_gitignore_hides_nothing_from_the_reuse_check() {
     ignore = "needs pytest and Redis ($EVIDENT_TEST_REDIS_URL): .ci/run starts them"
 )]
 fn a_contract_that_reads_outside_the_tree_is_checked_again_at_every_stop() {
-    let url =
-        std::env::var("EVIDENT_TEST_REDIS_URL").unwrap_or("redis://127.0.0.1:6379".into());
+    let url = std::env::var("EVIDENT_TEST_REDIS_URL").unwrap_or("redis://127.0.0.1:6379".into());
     let key = format!("red13:reuse:{}", std::process::id());
     let set = |v: &str| {
         let out = std::process::Command::new("redis-cli")

@@ -356,12 +356,22 @@ fn status(r: &Map<String, Value>, text: &str) -> (bool, StatusFrom) {
     {
         return (e, StatusFrom::Flag);
     }
-    if let Some(code) = get("exit_code").and_then(Value::as_i64) {
-        return (code != 0, StatusFrom::ExitCode);
+    // An exit code however the producer wrote it: 1, 137.0 or "1" (a float or a
+    // string of digits is still the process's code, never "no status").
+    if let Some(code) = get("exit_code").and_then(|c| match c {
+        Value::Number(n) => n.as_i64().map(|i| i != 0).or(n.as_f64().map(|f| f != 0.0)),
+        Value::String(s) => s.trim().parse::<i64>().ok().map(|i| i != 0),
+        _ => None,
+    }) {
+        return (code, StatusFrom::ExitCode);
     }
     if let Some(s) = get("status").and_then(Value::as_str) {
         match s.to_ascii_lowercase().as_str() {
-            "error" | "failed" | "failure" | "cancelled" | "canceled" | "timeout" | "timed_out" => {
+            // A call stopped before it finished (interrupted, aborted, killed) is no
+            // success either.
+            "error" | "errored" | "failed" | "failure" | "cancelled" | "canceled" | "timeout"
+            | "timed_out" | "interrupted" | "aborted" | "killed" | "terminated" | "rejected"
+            | "denied" | "incomplete" | "crashed" => {
                 return (true, StatusFrom::Flag);
             }
             "ok" | "success" | "succeeded" | "completed" => return (false, StatusFrom::Flag),

@@ -146,3 +146,37 @@ fn rejections_name_the_json_path() {
     }
     assert!(rejected(&serde_json::to_vec(&deep).unwrap()).contains("nest deeper"));
 }
+
+/// red13: a call marked interrupted, aborted or killed, or whose exit code is a
+/// string or a float, fell through every status rule and was read as a success. The
+/// twins (exit code 0 in each spelling, status "ok") stay successes.
+#[test]
+fn interrupted_calls_and_exit_codes_in_any_spelling_are_not_successes() {
+    let traj = |extra: Value| {
+        json!({"schema_version": "ATIF-v1.7", "session_id": "s", "agent": {"name": "a", "version": "1"},
+               "steps": [{"step_id": 1, "source": "agent", "message": "", "tool_calls": [
+                   {"tool_call_id": "c1", "function_name": "bash", "arguments": {"command": "pytest"}}],
+                "observation": {"results": [{"source_call_id": "c1", "content": "partial", "extra": extra}]}}]})
+        .to_string()
+    };
+    let read = |extra: Value| {
+        let t = atif::read(traj(extra).as_bytes(), "t.json").unwrap();
+        status(&t, "c1").unwrap()
+    };
+    for s in ["interrupted", "aborted", "killed", "Terminated", "rejected"] {
+        assert_eq!(read(json!({"status": s})), (true, StatusFrom::Flag), "{s}");
+    }
+    assert_eq!(read(json!({"status": "ok"})), (false, StatusFrom::Flag));
+    for (code, error) in [
+        (json!("1"), true),
+        (json!(137.0), true),
+        (json!("0"), false),
+        (json!(0.0), false),
+    ] {
+        assert_eq!(
+            read(json!({"exit_code": code})),
+            (error, StatusFrom::ExitCode),
+            "{code}"
+        );
+    }
+}
