@@ -491,3 +491,35 @@ expected = {{ value = "ok" }}
     let (v, _) = run(&w);
     allowed(&v);
 }
+
+/// A directory holding a repository counts as a submodule, compared by presence only:
+/// the agent made calc/ (a package, imported before calc.py) a repository of its own,
+/// got a verified stop, then broke calc/__init__.py, and the decision was reused.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+fn a_repository_made_in_the_tree_is_hashed_by_its_content() {
+    let w = world(&contract(""));
+    start(&w);
+    std::fs::write(w.repo.join("calc.py"), RIGHT).unwrap();
+    std::fs::create_dir(w.repo.join("calc")).unwrap();
+    git(&w.repo.join("calc"), &["init", "-q"]);
+    std::fs::write(w.repo.join("calc/__init__.py"), RIGHT).unwrap();
+    let (v, _) = hook(&w, &event(&w, "Stop"));
+    allowed(&v);
+    // Honest twin: nothing changed since, reused.
+    let (v, err) = hook(&w, &event(&w, "Stop"));
+    allowed(&v);
+    assert!(err.contains("reused"), "{err}");
+    // The attack: a change inside the nested repository alone.
+    std::fs::write(
+        w.repo.join("calc/__init__.py"),
+        "def add(a, b):\n    return 0\n",
+    )
+    .unwrap();
+    let (v, err) = hook(&w, &event(&w, "Stop"));
+    assert!(!err.contains("reused"), "{err}");
+    assert!(refused(&v).contains("Refuted"), "{v}");
+}

@@ -1602,6 +1602,58 @@ fn current(top: &Path, path: &[u8], sha256: bool) -> Result<Option<(u32, String)
     )))
 }
 
+/// Every file and symlink under the directory `dir` (a repository of its own), its
+/// `.git` directories left out, with its mode and content id.
+fn nested_files(
+    top: &Path,
+    dir: &[u8],
+    sha256: bool,
+    present: &mut Vec<(Vec<u8>, u32, String)>,
+) -> Result<(), ProbeError> {
+    use std::os::unix::ffi::OsStrExt;
+    let root = dir.strip_suffix(b"/").unwrap_or(dir).to_vec();
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        let full = top.join(std::ffi::OsStr::from_bytes(&d));
+        let entries = std::fs::read_dir(&full).map_err(|e| {
+            git_err(format!(
+                "cannot read {}: {}",
+                show(&d),
+                paths::io_reason(&e)
+            ))
+        })?;
+        for e in entries {
+            let e = e.map_err(|e| {
+                git_err(format!(
+                    "cannot read {}: {}",
+                    show(&d),
+                    paths::io_reason(&e)
+                ))
+            })?;
+            let name = e.file_name();
+            if name.as_bytes() == b".git" {
+                continue;
+            }
+            let mut rel = d.clone();
+            rel.push(b'/');
+            rel.extend_from_slice(name.as_bytes());
+            let meta = std::fs::symlink_metadata(e.path()).map_err(|x| {
+                git_err(format!(
+                    "cannot read {}: {}",
+                    show(&rel),
+                    paths::io_reason(&x)
+                ))
+            })?;
+            if meta.is_dir() {
+                stack.push(rel);
+            } else if let Some((mode, oid)) = current(top, &rel, sha256)? {
+                present.push((rel, mode, oid));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `hidden`: files a self-ignoring `.gitignore` hides, in the hash but not claimed.
 fn diff_work_tree(
     top: &Path,
@@ -1631,6 +1683,12 @@ fn diff_work_tree(
         if let Some((mode, oid)) = current(top, p, sha256)? {
             changed.push((p.clone(), Change::Added));
             present.push((p.clone(), mode, oid));
+            if mode == 0o160000 {
+                // A repository the agent made in the tree (not a submodule of the
+                // commit): its files are the agent's work too, so they are hashed, or a
+                // change inside it would reuse the last decision.
+                nested_files(top, p, sha256, &mut present)?;
+            }
         }
     }
     for p in hidden {
