@@ -523,3 +523,34 @@ fn a_repository_made_in_the_tree_is_hashed_by_its_content() {
     assert!(!err.contains("reused"), "{err}");
     assert!(refused(&v).contains("Refuted"), "{v}");
 }
+
+/// `evident init` registered the running binary by absolute path even when it lay in
+/// the repository (an in-tree virtualenv or build directory): the agent could replace
+/// it with a program that allows every stop. Init now refuses that binary.
+#[test]
+fn init_refuses_an_evident_binary_inside_the_repository() {
+    let w = world(&contract(""));
+    let inside = w.repo.join(".venv/bin/evident");
+    std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
+    std::fs::copy(assert_cmd::cargo::cargo_bin("evident"), &inside).unwrap();
+    let out = std::process::Command::new(&inside)
+        .args(["init", "claude-code", "--repo"])
+        .arg(&w.repo)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("inside the repository"),
+        "{out:?}"
+    );
+    assert!(!w.repo.join(".claude/settings.json").exists());
+    // Honest twin: the binary outside the tree registers itself.
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("evident"))
+        .args(["init", "claude-code", "--repo"])
+        .arg(&w.repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let settings = std::fs::read_to_string(w.repo.join(".claude/settings.json")).unwrap();
+    assert!(!settings.contains(".venv"), "{settings}");
+}

@@ -30,6 +30,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let binary = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| anyhow::anyhow!("cannot find the evident binary's path: {e}"))?;
+    // The registered command runs this file at every stop: inside the working tree
+    // (an in-tree virtualenv, node_modules, a build directory) the agent could replace
+    // it with a program that allows every stop — at once, while a changed settings
+    // file waits for the user's review in some agents.
+    if binary.starts_with(&root) {
+        anyhow::bail!(
+            "this evident binary ({}) lies inside the repository {}, where the agent can replace it; hint: install evident outside the working tree and run that one's init",
+            binary.display(),
+            root.display()
+        );
+    }
     let plan = evident_hooks::init::plan(args.agent, &root, &binary)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     for (path, text) in plan {
