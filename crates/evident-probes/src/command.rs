@@ -608,8 +608,43 @@ fn shadows(dir: &Path, name: &str) -> Option<&'static str> {
     Some(m)
 }
 
+/// The first pytest plugin a distribution's metadata directory `name` (in `dir`, on
+/// `sys.path`) declares: `importlib.metadata` finds `*.dist-info` and `*.egg-info`
+/// there, and pytest loads every `[pytest11]` entry point it finds at start-up.
+fn declared_pytest_plugin(dir: &Path, name: &str) -> Option<String> {
+    use std::io::Read;
+    if !(name.ends_with(".dist-info") || name.ends_with(".egg-info")) {
+        return None;
+    }
+    // Python follows symlinks here, so this does too; what cannot be read (a FIFO,
+    // not UTF-8) could still declare one: refused as such (fails closed).
+    let unreadable = || Some("(entry_points.txt that cannot be read)".to_string());
+    let real = match std::fs::canonicalize(dir.join(name).join("entry_points.txt")) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(_) => return unreadable(),
+    };
+    let Ok((f, _)) = crate::paths::open_regular_path(&real) else {
+        return unreadable();
+    };
+    let mut text = String::new();
+    if f.take(1024 * 1024).read_to_string(&mut text).is_err() {
+        return unreadable();
+    }
+    let mut in_section = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_section = line == "[pytest11]";
+        } else if in_section && let Some((plugin, _)) = line.split_once('=') {
+            return Some(plugin.trim().to_string());
+        }
+    }
+    None
+}
+
 /// Refuse a tree that would replace pytest (or what it imports at start-up) with its
-/// own module: the root's top level and the working directory are on `sys.path`.
+/// own module, or load a plugin of its own: the root's top level and the working
+/// directory are on `sys.path`.
 fn check_pytest_shadowing(root: &Path, cwd: &Path) -> Result<(), ProbeError> {
     let mut dirs = vec![root.to_path_buf()];
     if cwd != root {
@@ -625,6 +660,15 @@ fn check_pytest_shadowing(root: &Path, cwd: &Path) -> Result<(), ProbeError> {
             .collect();
         names.sort();
         for name in names {
+            if let Some(plugin) = declared_pytest_plugin(&dir, &name) {
+                let rel = dir
+                    .strip_prefix(root)
+                    .ok()
+                    .filter(|r| !r.as_os_str().is_empty())
+                    .map(|r| format!("{}/{name}", r.display()))
+                    .unwrap_or(name);
+                return Err(ProbeError::RunnerPlugin { path: rel, plugin });
+            }
             if let Some(module) = shadows(&dir, &name) {
                 let rel = dir
                     .strip_prefix(root)

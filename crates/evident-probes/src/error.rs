@@ -112,6 +112,12 @@ pub enum ProbeError {
         "{path:?} in the tree would be imported as {module:?} by pytest, replacing the installed module: its report cannot be trusted (hint: remove or rename it)"
     )]
     RunnerShadowed { path: String, module: String },
+    /// A distribution in the tree declares a pytest plugin, which pytest would load
+    /// from the working directory (on `sys.path`): the report would be the tree's own.
+    #[error(
+        "{path:?} in the tree declares the pytest plugin {plugin:?} (a pytest11 entry point), which pytest would load from the tree: its report cannot be trusted (hint: remove it, or install the package outside the working tree)"
+    )]
+    RunnerPlugin { path: String, plugin: String },
     /// The scratch copy of a protected run could not be prepared.
     #[error("protected run: {reason}")]
     Protect { reason: String },
@@ -157,7 +163,9 @@ impl ProbeError {
             ProbeError::SummaryDisagrees { .. } => "summary_disagrees",
             ProbeError::Junit { .. } => "junit",
             ProbeError::Git { .. } => "git",
-            ProbeError::RunnerShadowed { .. } => "runner_shadowed",
+            ProbeError::RunnerShadowed { .. } | ProbeError::RunnerPlugin { .. } => {
+                "runner_shadowed"
+            }
             ProbeError::Protect { .. } => "protect",
             ProbeError::Postcondition { .. } => "postcondition",
             ProbeError::Github { .. } => "github",
@@ -205,6 +213,7 @@ impl ProbeError {
             } => vec![postcondition, reason, path, detail],
             ProbeError::Github { reason, detail } => vec![reason, detail],
             ProbeError::RunnerShadowed { path, module } => vec![path, module],
+            ProbeError::RunnerPlugin { path, plugin } => vec![path, plugin],
             ProbeError::EnvMissing { name } => vec![name],
             ProbeError::Timeout { .. } | ProbeError::SummaryDisagrees { .. } => vec![],
             ProbeError::PathEscape { path, .. } | ProbeError::DanglingSymlink { path } => {

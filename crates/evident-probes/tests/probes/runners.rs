@@ -479,3 +479,54 @@ async fn junit_cdata_suite_is_not_counted() {
     assert_eq!(o["tests_passed"], json!([]));
     assert_eq!(o["tests"], json!({"f::t1": "absent", "a::b": "failed"}));
 }
+
+/// red13: `python -m pytest` puts the working directory on `sys.path`, where
+/// `importlib.metadata` finds a `*.dist-info` the agent adds; its `[pytest11]` entry
+/// point is autoloaded by pytest and rewrites the report (a failed test counted as
+/// passed, exit status 0). The gate refuses such a tree. Twin: a dist-info with other
+/// entry points only (an editable install's console script) runs.
+#[tokio::test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+async fn a_pytest_plugin_declared_in_the_tree_is_refused() {
+    if pytest_missing() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "app.py", APP_FIXED);
+    write(d.path(), "test_app.py", TEST_APP);
+    write(
+        d.path(),
+        "forge-0.dist-info/METADATA",
+        "Metadata-Version: 2.1\nName: forge\nVersion: 0\n",
+    );
+    write(
+        d.path(),
+        "forge_plugin.py",
+        "import pytest\n\n@pytest.hookimpl(trylast=True)\ndef pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 0\n",
+    );
+    let c = ctx(d.path());
+    // Honest twin first: only a console script.
+    write(
+        d.path(),
+        "forge-0.dist-info/entry_points.txt",
+        "[console_scripts]\nforge = forge_plugin:main\n",
+    );
+    let o = ok(run(&pytest_src(""), &c, 120.0).await);
+    assert_eq!(o["exit_code"], json!(0), "{o:?}");
+    write(
+        d.path(),
+        "forge-0.dist-info/entry_points.txt",
+        "[console_scripts]\nforge = forge_plugin:main\n\n[pytest11]\nforge = forge_plugin\n",
+    );
+    let e = err(run(&pytest_src(""), &c, 120.0).await);
+    assert_eq!(
+        e,
+        ProbeError::RunnerPlugin {
+            path: "forge-0.dist-info".into(),
+            plugin: "forge".into()
+        }
+    );
+}
