@@ -38,6 +38,21 @@ const PYTEST_CONFIG: &[&str] = &[
     "**/conftest.py",
 ];
 
+/// What a protected cargo run always takes from the base: rustup's toolchain files
+/// (the legacy `rust-toolchain` names a toolchain by path, whose `cargo` would be the
+/// agent's) and cargo's configuration (a `runner` runs every test binary).
+const CARGO_CONFIG: &[&str] = &[
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".cargo/config",
+    ".cargo/config.toml",
+];
+
+/// What a protected npm / npx / pnpm / yarn run always takes from the base: the
+/// project's configuration (`.npmrc`'s `script-shell` runs every script, `npm test`
+/// included; `.yarnrc.yml`'s `yarnPath` names the yarn that runs).
+const NODE_CONFIG: &[&str] = &[".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"];
+
 /// Kills the whole process group when dropped: on timeout the observe future is
 /// dropped, and nothing the command started may outlive the probe.
 pub(crate) struct GroupGuard(pub(crate) Option<rustix::process::Pid>);
@@ -848,11 +863,28 @@ pub async fn observe(
             // base: every file it reads settings or plugins from (pytest 9 reads
             // pytest.toml first) and every conftest.py. A recipe that forgot one
             // let the tree's copy load the agent's plugin (found by the red team).
+            // So does a cargo or npm run, its toolchain and configuration files (found
+            // by the red team: an added rust-toolchain or .npmrc ran the agent's
+            // program as cargo or as npm's script shell).
+            let runs = |names: &[&str]| {
+                words(spec).iter().any(|w| {
+                    let base = w.rsplit('/').next().unwrap_or(w);
+                    names.contains(&base)
+                })
+            };
+            let mut always: Vec<&str> = Vec::new();
             if runs_pytest(spec) {
-                for name in PYTEST_CONFIG {
-                    if !p.paths.iter().any(|x| x == name) {
-                        p.paths.push((*name).to_string());
-                    }
+                always.extend(PYTEST_CONFIG);
+            }
+            if runs(&["cargo"]) {
+                always.extend(CARGO_CONFIG);
+            }
+            if runs(&["npm", "npx", "pnpm", "yarn"]) {
+                always.extend(NODE_CONFIG);
+            }
+            for name in always {
+                if !p.paths.iter().any(|x| x == name) {
+                    p.paths.push(name.to_string());
                 }
             }
             let deadline = started + limit;

@@ -554,3 +554,46 @@ async fn a_protected_run_that_writes_the_real_tree_is_refused() {
         );
     }
 }
+
+/// red13: a protected cargo run took rustup's toolchain file and a protected npm run
+/// took `.npmrc` from the agent's tree (an added `rust-toolchain` named a toolchain by
+/// path whose `cargo` printed a passing summary; `.npmrc`'s `script-shell` ran the
+/// agent's program as `npm test`). Now they always come from the base, as pytest's
+/// configuration does; a command that runs neither keeps the tree's copy (the twin).
+#[tokio::test]
+async fn cargo_and_npm_configuration_comes_from_the_base() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    write(r, "tests/t.txt", "base\n");
+    write(r, ".npmrc", "fund=false\n");
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "base"]);
+    let base = git(r, &["rev-parse", "HEAD"]);
+    write(r, ".npmrc", "script-shell=/agent/shell\n");
+    write(
+        r,
+        "rust-toolchain",
+        "[toolchain]\npath = \"/agent/toolchain\"\n",
+    );
+    let c = ctx(r);
+    let show = |cmd: &str| {
+        src(&format!(
+            r#"{{ command = {{ argv = [{cmd:?}], shell = true, inherit_env = ["PATH"], capture_output = true, protect = {{ base = "{base}", paths = ["tests/**"] }} }} }}"#
+        ))
+    };
+    // Naming npm: .npmrc as at the base; rust-toolchain (not npm's) as the tree has it.
+    let o = ok(run(&show("cat .npmrc rust-toolchain; : npm test"), &c, 30.0).await);
+    assert_eq!(
+        o["stdout"],
+        json!("fund=false\n[toolchain]\npath = \"/agent/toolchain\"\n")
+    );
+    // Naming cargo: the added rust-toolchain is not in the copy; .npmrc is the tree's.
+    let o = ok(run(
+        &show("cat .npmrc; cat rust-toolchain 2>/dev/null || echo none; : cargo test"),
+        &c,
+        30.0,
+    )
+    .await);
+    assert_eq!(o["stdout"], json!("script-shell=/agent/shell\nnone\n"));
+}
