@@ -316,7 +316,7 @@ fn a_tree_the_checks_run_changed_is_not_verified_by_that_run() {
     .unwrap();
     let (v, _) = hook(&w, &event(&w, "Stop"));
     assert!(
-        refused(&v).contains("their run changed the working tree"),
+        refused(&v).contains("the working tree changed while they ran"),
         "{v}"
     );
     assert!(std::fs::read_to_string(&calc).unwrap().contains("a - b"));

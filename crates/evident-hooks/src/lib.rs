@@ -686,7 +686,7 @@ fn stop(
         // decision to reuse for that tree.
         session.last = None;
         let reason = format!(
-            "evident checked this stop against the owner's contract ({contract_name}) and the checks passed{recorded}, but their run changed the working tree: the tree left now is not the tree that was checked, so the stop is refused. Stop again to check the tree as it is (keep what the tests write out of the tree, or in .gitignore)."
+            "evident checked this stop against the owner's contract ({contract_name}) and the checks passed{recorded}, but the working tree changed while they ran (their run, or another process): the tree left now is not the tree that was checked, so the stop is refused. Stop again to check the tree as it is (keep what the tests write out of the tree, or in .gitignore)."
         );
         return Ok(refusal(
             &store,
