@@ -4,7 +4,7 @@
 //! drives them (Claude Code's event fields and transcript lines, from Anthropic's
 //! hooks reference, code.claude.com/docs/en/hooks).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -123,24 +123,35 @@ fn hook_within(w: &World, ev: &Value, args: &[&str], kill: Duration) -> (Value, 
         .unwrap()
         .write_all(ev.to_string().as_bytes())
         .unwrap();
-    let done = loop {
-        if child.try_wait().unwrap().is_some() {
-            break true;
+    // Read both pipes while waiting: an answer larger than a pipe's buffer would
+    // otherwise block the hook on its write.
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = r.read_to_end(&mut b);
+            String::from_utf8_lossy(&b).to_string()
+        })
+    };
+    let out_t = drain(Box::new(child.stdout.take().unwrap()));
+    let err_t = drain(Box::new(child.stderr.take().unwrap()));
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
         }
         if t0.elapsed() > kill {
             let _ = child.kill();
-            break false;
+            let _ = child.wait();
+            break None;
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let out = child.wait_with_output().unwrap();
     let took = t0.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    if !done {
+    let stdout = out_t.join().unwrap();
+    let stderr = err_t.join().unwrap();
+    let Some(status) = status else {
         return (Value::Null, stderr, took);
-    }
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    };
+    assert_eq!(status.code(), Some(0), "{stderr}");
     let v = if stdout.trim().is_empty() {
         Value::Null
     } else {
@@ -553,4 +564,45 @@ fn init_refuses_an_evident_binary_inside_the_repository() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let settings = std::fs::read_to_string(w.repo.join(".claude/settings.json")).unwrap();
     assert!(!settings.contains(".venv"), "{settings}");
+}
+
+/// Every file the agent makes is a finding (and a mutation the verdict may list), and
+/// all of them went into the refusal: 20,000 empty files gave a 2.2 MB answer, more
+/// than an agent takes from a hook. The reason is bounded and says how many more.
+#[test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+fn a_flood_of_files_gives_a_bounded_reason() {
+    let w = world(&contract(""));
+    start(&w);
+    std::fs::write(w.repo.join("calc.py"), WRONG).unwrap();
+    std::fs::create_dir(w.repo.join("gen")).unwrap();
+    for i in 0..2000 {
+        std::fs::write(w.repo.join(format!("gen/f{i:05}.txt")), "").unwrap();
+    }
+    let (v, err) = hook(&w, &event(&w, "Stop"));
+    let reason = refused(&v);
+    assert!(reason.chars().count() < 17_000, "{} chars", reason.len());
+    assert!(
+        reason.contains("more (all in the claim's x_observed.findings)"),
+        "{reason}"
+    );
+    assert!(
+        reason.ends_with("(refusal 1 of at most 3 in a row)"),
+        "{reason}"
+    );
+    assert!(
+        err.lines().count() < 100,
+        "{} stderr lines",
+        err.lines().count()
+    );
+    // Honest twin: with few files every finding is listed (and nothing is cut).
+    std::fs::remove_dir_all(w.repo.join("gen")).unwrap();
+    std::fs::write(w.repo.join("notes.txt"), "x").unwrap();
+    let (v, _) = hook(&w, &event(&w, "Stop"));
+    let reason = refused(&v);
+    assert!(reason.contains("git shows notes.txt changed"), "{reason}");
+    assert!(!reason.contains("more (all in"), "{reason}");
 }

@@ -29,6 +29,21 @@ pub const CONTRACT_PATH: &str = ".evident/contract.toml";
 const MAX_CONTRACT: u64 = 4 * 1024 * 1024;
 /// Largest transcript read.
 const MAX_TRANSCRIPT: u64 = 256 * 1024 * 1024;
+/// Findings listed in a reason (the rest are counted): every file the agent makes
+/// can be one, and an answer of megabytes is one an agent cannot take.
+const MAX_FINDINGS_SHOWN: usize = 20;
+/// Longest reason text before the closing instruction, in characters.
+const MAX_REASON: usize = 16_000;
+
+/// `text` cut to [`MAX_REASON`] characters, saying so: the verdict's list of unmet
+/// mutations grows with the files the agent makes, too.
+fn bounded(text: String) -> String {
+    if text.chars().count() <= MAX_REASON {
+        return text;
+    }
+    let cut: String = text.chars().take(MAX_REASON).collect();
+    format!("{cut}… (cut at {MAX_REASON} characters; the whole decision is in the ledger)")
+}
 
 /// How the hook runs (from the command line).
 #[derive(Debug, Clone)]
@@ -531,8 +546,14 @@ fn stop(
                 "{e} (the working tree or the repository could not be read; this refuses the stop whatever the contract's on_unverified says)"
             ))
         })?;
-    for f in &built.findings {
+    for f in built.findings.iter().take(MAX_FINDINGS_SHOWN) {
         log.push(format!("evident: finding: {f}"));
+    }
+    if built.findings.len() > MAX_FINDINGS_SHOWN {
+        log.push(format!(
+            "evident: … and {} more findings (all in the claim's x_observed.findings)",
+            built.findings.len() - MAX_FINDINGS_SHOWN
+        ));
     }
 
     // A contract changed in the tree is itself a reason to refuse.
@@ -649,10 +670,17 @@ fn stop(
     );
     if !built.findings.is_empty() {
         text.push_str("\nWhat git and the transcript show:");
-        for f in &built.findings {
+        for f in built.findings.iter().take(MAX_FINDINGS_SHOWN) {
             text.push_str(&format!("\n- {f}"));
         }
+        if built.findings.len() > MAX_FINDINGS_SHOWN {
+            text.push_str(&format!(
+                "\n- … and {} more (all in the claim's x_observed.findings)",
+                built.findings.len() - MAX_FINDINGS_SHOWN
+            ));
+        }
     }
+    let mut text = bounded(text);
     text.push_str(
         "\nMake every check pass (do not edit the tests or the contract), then stop again.",
     );
