@@ -430,6 +430,66 @@ fn go_line(t: &str) -> Option<(Counts, Option<Case>)> {
     Some((c, None))
 }
 
+/// The deepest element nesting a JUnit report may have. roxmltree has no limit and
+/// recurses once per open element: 10,000 nested `<a>` (30 KB, under the 16 MiB file
+/// cap) overflowed the stack and aborted the process. This depth parses in a 2 MiB
+/// thread (a tokio worker's stack) with room to spare.
+pub const MAX_JUNIT_DEPTH: usize = 256;
+
+/// The deepest element nesting roxmltree reaches on `xml`, never less: it counts the
+/// way roxmltree's tokenizer recurses (comments, CDATA sections and processing
+/// instructions end at their first terminator and hold no elements; an attribute value
+/// holds no `<`). Where it disagrees, roxmltree has already refused the text.
+fn element_depth(xml: &str) -> usize {
+    let b = xml.as_bytes();
+    let past = |from: usize, end: &[u8]| {
+        b.get(from..)
+            .and_then(|rest| rest.windows(end.len()).position(|w| w == end))
+            .map_or(b.len(), |p| from + p + end.len())
+    };
+    let (mut i, mut depth, mut max) = (0, 0usize, 0);
+    while let Some(p) = b[i..].iter().position(|&c| c == b'<').map(|p| i + p) {
+        let rest = &b[p..];
+        i = if rest.starts_with(b"<!--") {
+            past(p + 4, b"-->")
+        } else if rest.starts_with(b"<![CDATA[") {
+            past(p + 9, b"]]>")
+        } else if rest.starts_with(b"<?") {
+            past(p + 2, b"?>")
+        } else if rest.starts_with(b"</") {
+            depth = depth.saturating_sub(1);
+            p + 2
+        } else if rest.starts_with(b"<!") {
+            p + 2
+        } else {
+            depth += 1;
+            max = max.max(depth);
+            // The start tag, to its `>` outside quotes; `/>` closes it at once. A `<`
+            // ends it too (roxmltree refuses that), and is scanned as markup.
+            let mut quote = None;
+            let mut j = p + 1;
+            while let Some(&c) = b.get(j) {
+                match (c, quote) {
+                    (b'<', _) => break,
+                    (b'"' | b'\'', None) => quote = Some(c),
+                    (c, Some(q)) if c == q => quote = None,
+                    (b'>', None) => {
+                        if b[j - 1] == b'/' {
+                            depth -= 1;
+                        }
+                        j += 1;
+                        break;
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            j
+        };
+    }
+    max
+}
+
 /// A JUnit XML report: its counts and its test cases.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Report {
@@ -442,8 +502,14 @@ pub struct Report {
 /// elements (a `<failure>` child is a failure, `<error>` an error, `<skipped>` a skip,
 /// none a pass); a report with no `<testcase>` at all is counted from its
 /// `<testsuite>` attributes (or `<testsuites>` when it has no `<testsuite>`).
-/// A document type declaration is refused (no entity expansion).
+/// A document type declaration is refused (no entity expansion), and so is one nested
+/// deeper than [`MAX_JUNIT_DEPTH`] elements.
 pub fn parse_junit(xml: &str) -> Result<Report, String> {
+    if element_depth(xml) > MAX_JUNIT_DEPTH {
+        return Err(format!(
+            "elements nested deeper than {MAX_JUNIT_DEPTH} (a JUnit report needs a few)"
+        ));
+    }
     let doc = roxmltree::Document::parse(xml).map_err(|e| format!("not XML: {e}"))?;
     let mut report = Report::default();
     let mut suites: Vec<Counts> = Vec::new();
@@ -782,6 +848,84 @@ mod tests {
         assert_eq!(named_status(&r.cases, "f::t3", false), Named::Absent);
         // A DTD (entity expansion) is refused.
         assert!(parse_junit(r#"<!DOCTYPE x [<!ENTITY a "aaaa">]><testsuite tests="1"/>"#).is_err());
+    }
+
+    /// roxmltree recurses once per open element: 100,000 nested elements overflowed
+    /// the stack (an abort, not an error). Found by the `junit` fuzz target.
+    #[test]
+    fn junit_nested_past_the_limit_is_refused() {
+        let deep = |open: &str, n: usize| {
+            let (open, close) = (open.repeat(n), "</a>".repeat(n));
+            format!(r#"<testsuite tests="1">{open}{close}</testsuite>"#)
+        };
+        for open in ["<a>", r#"<a x="/>">"#, "<a\n>"] {
+            for n in [100_000, MAX_JUNIT_DEPTH] {
+                let err = parse_junit(&deep(open, n)).unwrap_err();
+                assert!(err.contains("nested deeper than 256"), "{open}: {err}");
+            }
+            let ok = parse_junit(&deep(open, MAX_JUNIT_DEPTH - 1));
+            assert_eq!(ok.unwrap().counts, c(1, 0, 0), "{open}");
+        }
+        // Empty elements, closed ones, and markup inside CDATA or comments do not nest.
+        let flat = format!(
+            r#"<testsuite tests="1">{}{}<!-- {} --><x><![CDATA[{}]]></x></testsuite>"#,
+            "<a/>".repeat(10_000),
+            "<a></a>".repeat(10_000),
+            "<a>".repeat(10_000),
+            "<a>".repeat(10_000),
+        );
+        assert_eq!(parse_junit(&flat).unwrap().counts, c(1, 0, 0));
+    }
+
+    /// The honest twin: a report nested exactly to the limit parses, in a thread with
+    /// a tokio worker's 2 MiB stack.
+    #[test]
+    fn junit_nested_to_the_limit_parses_in_a_small_stack() {
+        let inner = MAX_JUNIT_DEPTH - 3;
+        let xml = format!(
+            r#"<testsuites><testsuite tests="1"><testcase classname="t" name="a">{}{}</testcase></testsuite></testsuites>"#,
+            "<properties>".repeat(inner),
+            "</properties>".repeat(inner)
+        );
+        assert_eq!(element_depth(&xml), MAX_JUNIT_DEPTH);
+        let r = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || parse_junit(&xml))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.counts, c(1, 0, 0));
+        let xml = format!(
+            r#"<testsuite tests="1">{}{}</testsuite>"#,
+            "<a>".repeat(MAX_JUNIT_DEPTH),
+            "</a>".repeat(MAX_JUNIT_DEPTH)
+        );
+        assert!(parse_junit(&xml).unwrap_err().contains("nested deeper"));
+    }
+
+    proptest::proptest! {
+        /// The pre-scan never counts less than roxmltree nests, on any text it accepts.
+        #[test]
+        fn element_depth_is_never_less_than_roxmltree_nests(
+            parts in proptest::collection::vec(proptest::prop_oneof![
+                proptest::strategy::Just("<a>".to_string()),
+                proptest::strategy::Just("</a>".to_string()),
+                proptest::strategy::Just("<a/>".to_string()),
+                proptest::strategy::Just("<a x=\"/>\">".to_string()),
+                proptest::strategy::Just("<a x='>'/>".to_string()),
+                proptest::strategy::Just("<!-- </a> -->".to_string()),
+                proptest::strategy::Just("<![CDATA[</a>]]>".to_string()),
+                proptest::strategy::Just("<?p </a> ?>".to_string()),
+                "[a-z/>\"' ]{0,3}",
+            ], 0..40),
+        ) {
+            let xml = format!("<r>{}</r>", parts.concat());
+            if let Ok(doc) = roxmltree::Document::parse(&xml) {
+                let nest = doc.descendants().map(|n| n.ancestors().filter(|a| a.is_element()).count()).max().unwrap_or(0);
+                proptest::prop_assert!(element_depth(&xml) >= nest, "{xml}");
+            }
+        }
     }
 
     #[test]
