@@ -17,6 +17,14 @@ use std::str::FromStr;
 /// Deepest nesting accepted; deeper input is refused rather than risking the stack.
 pub const MAX_DEPTH: usize = 128;
 
+/// Most JSON values (objects, arrays, strings, numbers, booleans, nulls) a document may
+/// hold. Every value costs a position entry and, once typed, tens of bytes: a 31 MB
+/// claim of one 15-million-zero array took 3.4 GiB to decide, where a claim of 75,000
+/// evidence items (about 1.05 million values) takes a tenth of that. Twice that
+/// benchmark is room for any real claim; past it the document is refused before it is
+/// built.
+pub const MAX_VALUES: usize = 2_000_000;
+
 /// A 1-based line and column in the source text. The column counts bytes (as
 /// serde_json does), so positions are computed in one pass, never by rescanning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,6 +298,11 @@ fn read_with<'a>(
         build,
         spans,
         limit,
+        values_left: if limit == usize::MAX {
+            usize::MAX
+        } else {
+            MAX_VALUES
+        },
         max_depth: 0,
         positions: Vec::new(),
         members: Vec::new(),
@@ -365,6 +378,8 @@ struct Parser<'a> {
     spans: bool,
     /// Deepest nesting read: [`MAX_DEPTH`] for input.
     limit: usize,
+    /// Values left before the document is refused ([`MAX_VALUES`] for input).
+    values_left: usize,
     /// The deepest nesting of arrays and objects seen.
     max_depth: usize,
     /// `(path hash, line, column)` of every value, sorted when parsing ends.
@@ -413,6 +428,12 @@ impl Parser<'_> {
             let limit = self.limit;
             return Err(self.error_here(format!("nesting is deeper than {limit} levels")));
         }
+        let Some(left) = self.values_left.checked_sub(1) else {
+            return Err(self.error_here(format!(
+                "the document holds more than {MAX_VALUES} JSON values, this reader's limit"
+            )));
+        };
+        self.values_left = left;
         if self.spans {
             let pos = self.pos();
             self.positions.push((h, clamp(pos.line), clamp(pos.col)));
@@ -1131,6 +1152,35 @@ mod tests {
         Box<dyn Fn(&mut JsonText)>,
         Box<dyn Fn(&mut Map<String, Value>)>,
     );
+
+    /// red11: one array of 15.5 million zeros (a 31 MB claim) took 3.4 GiB to decide.
+    /// Past MAX_VALUES the reader refuses, checking or parsing, and names where; at the
+    /// limit it reads (the twin).
+    #[test]
+    fn a_document_past_the_value_limit_is_refused() {
+        let doc = |n: usize| {
+            let mut t = String::with_capacity(2 * n + 2);
+            t.push('[');
+            for i in 0..n {
+                if i > 0 {
+                    t.push(',');
+                }
+                t.push('0');
+            }
+            t.push(']');
+            t
+        };
+        // The array itself is one value.
+        let over = doc(MAX_VALUES);
+        let e = check(over.as_bytes()).unwrap_err();
+        assert!(e.message.contains("more than 2000000 JSON values"), "{e:?}");
+        assert_eq!(e.path, format!("[{}]", MAX_VALUES - 1));
+        assert!(parse(over.as_bytes()).is_err());
+        let at = doc(MAX_VALUES - 1);
+        assert!(check(at.as_bytes()).is_ok());
+        // Reading back a kept text has no limit.
+        assert_eq!(value_of(&over).as_array().map(Vec::len), Some(MAX_VALUES));
+    }
 
     #[test]
     fn text_edits_are_value_edits() {
