@@ -74,7 +74,7 @@ pub fn show(
             serde_json::to_string_pretty(&evident_pipeline::render::json(&decision))?
         );
     } else {
-        print!("{}", evident_pipeline::render::text(&decision));
+        write_text(&decision)?;
     }
     if let Some(e) = record_error {
         anyhow::bail!("{e}");
@@ -94,4 +94,32 @@ pub fn show(
         Status::Refuted => crate::exit::REFUTED,
         Status::Blocked => crate::exit::BLOCKED,
     })
+}
+
+/// The text report, streamed to stdout: a large claim's report (tens of MB) is not
+/// built as one string beside the claim.
+fn write_text(decision: &Decision) -> anyhow::Result<()> {
+    use std::io::Write;
+    /// `fmt::Write` over stdout, keeping the first I/O error (fmt's error has none).
+    struct Out<W: Write> {
+        w: W,
+        error: Option<std::io::Error>,
+    }
+    impl<W: Write> std::fmt::Write for Out<W> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.w.write_all(s.as_bytes()).map_err(|e| {
+                self.error.get_or_insert(e);
+                std::fmt::Error
+            })
+        }
+    }
+    let mut out = Out {
+        w: std::io::BufWriter::new(std::io::stdout().lock()),
+        error: None,
+    };
+    evident_pipeline::render::text_to(decision, &mut out);
+    let flushed = out.w.flush();
+    out.error
+        .map_or(flushed, Err)
+        .context("cannot write the report to stdout")
 }

@@ -55,10 +55,14 @@ fn write_claim(path: &Path, items: usize) -> u64 {
     std::fs::metadata(path).unwrap().len()
 }
 
+/// `EVIDENT_BIN`, a relative path taken from the workspace root (where the command
+/// above runs; each case runs in a temp dir), else the binary cargo built.
 fn evident_bin() -> PathBuf {
-    std::env::var_os("EVIDENT_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_evident")))
+    match std::env::var_os("EVIDENT_BIN").map(PathBuf::from) {
+        Some(p) if p.is_relative() => Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(p),
+        Some(p) => p,
+        None => PathBuf::from(env!("CARGO_BIN_EXE_evident")),
+    }
 }
 
 /// Wall seconds and peak RSS (bytes) of one run, and its exit code.
@@ -95,6 +99,12 @@ fn report(name: &str, args: &[&str], cwd: &Path, size: u64, runs: usize) -> u64 
             "{name:<28} run {run}: {wall:.2} s, peak RSS {:.0} MiB ({:.2}× the file), exit {code}",
             mib(rss),
             rss as f64 / size as f64
+        );
+        // 0 verified, 1 refuted, 3 unverified: anything else (127: no such binary)
+        // measured no decision.
+        assert!(
+            [0, 1, 3].contains(&code),
+            "{name} exited {code}: no decision was measured"
         );
         peak = peak.max(rss);
     }

@@ -81,8 +81,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         &args.file
     };
-    let document = Claim::parse(&bytes, name).map_err(|e| anyhow!("{e}"))?;
-    drop(bytes); // a large claim is not held twice
+    // The file is dropped once checked, before typing: a large claim is not held
+    // twice (its compact text and typed view are what the decision needs).
+    let checked = evident_format::json::check(&bytes).map_err(|e| {
+        anyhow!(
+            "{}",
+            evident_format::Error {
+                file: name.to_string(),
+                path: e.path,
+                pos: Some(e.pos),
+                message: e.message,
+            }
+        )
+    })?;
+    drop(bytes);
+    let document = Claim::from_checked(checked, name).map_err(|e| anyhow!("{e}"))?;
     let policy = match &args.policy {
         Some(path) => Some((path.display().to_string(), load_policy(path)?)),
         None => None,

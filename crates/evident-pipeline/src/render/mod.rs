@@ -9,7 +9,7 @@ mod text;
 pub use junit::render as junit;
 pub use markdown::render as markdown;
 pub(crate) use text::decision_warnings;
-pub use text::{render as text, render_plan as plan, shown};
+pub use text::{render as text, render_plan as plan, render_to as text_to, shown};
 
 use crate::{Decision, Kind};
 use serde::Serialize;

@@ -8,6 +8,14 @@ use std::fmt::Write;
 
 /// Renders the decision as the readable report.
 pub fn render(d: &Decision) -> String {
+    let mut out = String::new();
+    render_to(d, &mut out);
+    out
+}
+
+/// [`render`] written piece by piece into `out`: a report of a large claim (tens of
+/// MB for 75,000 evidence items) is never held whole beside the claim.
+pub fn render_to<W: Write>(d: &Decision, out: &mut W) {
     let doc = &d.claim;
     let verdict = &d.verdict;
     let warnings = &d.warnings;
@@ -29,7 +37,6 @@ pub fn render(d: &Decision) -> String {
             .collect()
     };
     let c = &doc.claim;
-    let mut out = String::new();
     let _ = writeln!(out, "task      {}", shown(&c.task.id));
     if let Some(outcome) = &c.claimed_outcome {
         let _ = writeln!(out, "claimed   {outcome:?}");
@@ -183,7 +190,6 @@ pub fn render(d: &Decision) -> String {
             let _ = writeln!(out, "  {} — {}", shown(&p.check_id), shown(&p.why));
         }
     }
-    out
 }
 
 /// `gate --dry-run`: every check of the contract, whether it applies to the claim and
