@@ -5,8 +5,8 @@
 //! file hashed, claim, gate, ledger append) and a repeated stop (decision reused).
 //!
 //! Run: `cargo test --release -p evident --test hook_bench -- --ignored --nocapture`.
-//! Measured on the 2-core build machine (release, 2026-12-01): median 205 ms per stop,
-//! 166 ms with the decision reused (docs/agents.md).
+//! Measured on the 2-core build machine (release, 56998a8, 2026-12-01): medians 150–165
+//! ms per stop, 125–144 ms with the decision reused (docs/agents.md).
 
 use std::path::Path;
 use std::time::Instant;
