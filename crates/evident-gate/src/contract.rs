@@ -69,10 +69,13 @@ pub struct HookSettings {
     pub max_refusals: Option<u32>,
 }
 
+/// What a hook does at a stop when nothing changed since the session's baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NoChange {
+    /// Run the checks anyway: an unchanged tree may still not meet the contract.
     Run,
+    /// Let the stop through: nothing was done, so there is nothing to verify.
     Allow,
 }
 
@@ -101,6 +104,7 @@ fn trusted_key_shape(text: &str) -> Result<(), String> {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrustedVerifier {
+    /// The verifier id that evidence's `verifier.id` (or a check's `signed_by`) names.
     pub id: String,
     /// The public key as `evident key generate` writes it (standard base64 of 32 bytes).
     pub public_key: String,
@@ -112,6 +116,7 @@ pub struct TrustedVerifier {
 pub struct Check {
     /// Unique within the contract; shown in reports and JUnit.
     pub id: String,
+    /// The kind of evidence this check produces, and so which rules decide it.
     pub check_type: CheckType,
     /// Which claimed mutations this check's evidence speaks for.
     pub covers: Covers,
@@ -291,7 +296,9 @@ pub fn canonical_target(t: &str) -> Option<std::borrow::Cow<'_, str>> {
 /// A contract as read, with the positions of its parts (JSON only) for messages.
 #[derive(Debug, Clone)]
 pub struct ContractDocument {
+    /// The typed contract the gate runs.
     pub contract: Contract,
+    /// The document as read, kept so a record can copy it ([`Self::public_raw`]).
     pub raw: Value,
     /// Where each part of the contract starts, by JSON path (TOML and JSON).
     pub spans: Spans,

@@ -5,6 +5,8 @@
 //!   `independent` evidence (verifier `evident/<version>`), and the claim is decided
 //!   under the contract's policy.
 
+#![warn(missing_docs)]
+
 pub mod contract;
 pub mod lint;
 pub mod run;

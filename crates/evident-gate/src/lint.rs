@@ -21,7 +21,9 @@ pub struct Lint {
     pub path: String,
     /// 1-based line and column, when known.
     pub line: Option<usize>,
+    /// 1-based column, when known.
     pub col: Option<usize>,
+    /// What is wrong, in words.
     pub message: String,
     /// The likely fix.
     pub hint: String,

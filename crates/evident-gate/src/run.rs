@@ -51,12 +51,17 @@ pub struct Settings {
 /// commands (before and after them).
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckRun {
+    /// The contract's id of the check that ran.
     pub check_id: String,
+    /// The check's evidence kind (`test_run`, `readback`, …).
     pub check_type: String,
     /// Index of the evidence item this run produced in the decided claim.
     pub evidence: usize,
+    /// What was observed, as outputs show it ([`Check::target`]).
     pub target: String,
+    /// The ids of the claimed mutations this run's evidence speaks for.
     pub covers: Vec<String>,
+    /// What the contract required the observation to show.
     pub expected: Map<String, Value>,
     /// The observed object, or `null` when nothing could be observed.
     pub observed: Value,
@@ -64,14 +69,18 @@ pub struct CheckRun {
     pub error: Option<String>,
     /// Before the commands, a command's own run, or after the commands.
     pub wave: Wave,
+    /// How long the observation took, in milliseconds.
     pub duration_ms: u64,
 }
 
 /// What the gate will do with one check of the contract for a given claim.
 #[derive(Debug, Clone, Serialize)]
 pub struct Planned {
+    /// The contract's id of the check.
     pub check_id: String,
+    /// The check's evidence kind (`test_run`, `readback`, …).
     pub check_type: String,
+    /// What it observes, as outputs show it ([`Check::target`]).
     pub target: String,
     /// The claimed mutations its evidence covers (may be empty: a task-level check).
     pub covers: Vec<String>,
@@ -89,14 +98,19 @@ pub struct Outcome {
     /// The claim document as given, with the gate's evidence appended, the contract's
     /// policy in place of the claim's, and `required_checks` set.
     pub document: JsonText,
+    /// The decided document read back as a typed claim, for rendering and recording.
     pub claim: ClaimDocument,
+    /// What the rules decided, and why.
     pub verdict: Verdict,
+    /// Every observation the gate made, in order.
     pub runs: Vec<CheckRun>,
     /// Every check of the contract and what was done with it.
     pub plan: Vec<Planned>,
     /// `gate --only`: only some checks ran, so the verdict cannot be `verified`.
     pub partial: bool,
+    /// The contract's `on_unverified`: what the caller does with a verdict short of verified.
     pub on_unverified: OnUnverified,
+    /// Things worth telling the owner that did not change the verdict.
     pub warnings: Vec<evident_format::Warning>,
 }
 

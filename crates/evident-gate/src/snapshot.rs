@@ -248,7 +248,9 @@ pub async fn take(
 /// A snapshot file that passed every check: its sets, by snapshot id.
 #[derive(Debug, Clone)]
 pub struct Before {
+    /// When the snapshot was taken; checked against `snapshot_max_age_s`.
     pub taken_at: Timestamp,
+    /// Each snapshot id's items as taken: target → the hash of its content.
     pub sets: BTreeMap<String, BTreeMap<String, String>>,
 }
 
@@ -257,7 +259,9 @@ pub struct Before {
 /// digest is in the gate's ledger for this contract; `Err` when the ledger could
 /// not be read).
 pub struct Provenance<'a> {
+    /// Whether a signed snapshot's signature verifies with a key trusted for snapshots.
     pub authenticate: &'a dyn Fn(&Value) -> bool,
+    /// Whether an unsigned snapshot's digest is in the gate's ledger for this contract.
     pub recorded: &'a dyn Fn(&Value) -> Result<bool, String>,
 }
 
@@ -336,6 +340,7 @@ pub fn check(
 /// One difference between the snapshot and now.
 #[derive(Debug, Clone, Serialize)]
 pub struct Difference {
+    /// The item's name, as a claimed mutation must name it to account for the change.
     pub target: String,
     /// `added`, `removed` or `changed`.
     pub change: &'static str,

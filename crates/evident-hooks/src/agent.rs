@@ -26,6 +26,7 @@ pub enum Agent {
 }
 
 impl Agent {
+    /// Every agent evident answers, so a name can be looked up and each one tested.
     pub const ALL: [Agent; 5] = [
         Agent::ClaudeCode,
         Agent::Codex,
@@ -34,10 +35,12 @@ impl Agent {
         Agent::Copilot,
     ];
 
+    /// The agent a command line names (`claude-code`, `codex`, …), if evident answers it.
     pub fn parse(s: &str) -> Option<Agent> {
         Agent::ALL.into_iter().find(|a| a.name() == s)
     }
 
+    /// The agent's name on the command line and in task ids (`claude-code`).
     pub fn name(self) -> &'static str {
         match self {
             Agent::ClaudeCode => "claude-code",
@@ -58,9 +61,12 @@ impl Agent {
     }
 }
 
+/// How an agent's transcript is written, so the claim builder picks the right reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TranscriptFormat {
+    /// Claude Code's JSON Lines session log.
     ClaudeCode,
+    /// Codex's JSON Lines rollout file.
     Codex,
     /// Harbor's Agent Trajectory Interchange Format (no agent hook writes it; for
     /// `evident claim --from atif`).
@@ -70,8 +76,11 @@ pub enum TranscriptFormat {
 /// Which event the agent reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A session begins: evident records its baseline (and snapshot) and says nothing.
     SessionStart,
+    /// The agent would end its turn: the contract runs, and the stop is allowed or refused.
     Stop,
+    /// A subagent wants to stop: decided like [`Kind::Stop`].
     SubagentStop,
 }
 
@@ -126,6 +135,7 @@ impl Agent {
         self == Agent::Copilot
     }
 
+    /// The kind of this agent's event `event_name`; `None` for one evident does not answer.
     pub fn kind_of(self, event_name: &str) -> Option<Kind> {
         self.events()
             .iter()
@@ -137,13 +147,19 @@ impl Agent {
 /// The fields evident reads from an agent's event (the rest is ignored).
 #[derive(Debug, Clone, Default)]
 pub struct Event {
+    /// What the event is, or `None` for one evident does not answer (it stays silent).
     pub kind: Option<Kind>,
     /// The event's name, as sent or as passed with `--event`.
     pub name: String,
+    /// The agent's session (Cursor: conversation) id, which keys the session's state.
     pub session_id: String,
+    /// Where the agent runs: the repository is found from here.
     pub cwd: Option<String>,
+    /// The agent's transcript, read for the task and outcome and cross-checked with git.
     pub transcript_path: Option<String>,
+    /// This stop follows a refusal; never by itself a reason to let it through.
     pub stop_hook_active: bool,
+    /// The agent's last message, the claimed outcome when no transcript says it.
     pub last_assistant_message: Option<String>,
     /// The user's request for this turn, where the event carries it (Gemini CLI's
     /// AfterAgent `prompt`).
@@ -236,9 +252,15 @@ pub fn parse_event(agent: Agent, bytes: &[u8], event_flag: Option<&str>) -> Resu
 pub enum Answer {
     /// The stop goes through; `message` is shown to the user where the protocol can
     /// (and always written to stderr).
-    Allow { message: Option<String> },
+    Allow {
+        /// What the user is told, if anything (say, that the stop went through unverified).
+        message: Option<String>,
+    },
     /// The stop is refused; `reason` is what the agent reads and acts on.
-    Refuse { reason: String },
+    Refuse {
+        /// Why the stop was refused and what to fix, for the agent's next turn.
+        reason: String,
+    },
     /// Nothing to say (a session-start event).
     Silent,
 }

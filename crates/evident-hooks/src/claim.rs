@@ -17,23 +17,34 @@ use serde_json::{Value, json};
 /// Longest text kept from the transcript for the task and the outcome.
 const MAX_TEXT: usize = 4000;
 
+/// The claim built for one stop, with what it was built from.
 pub struct Built {
+    /// The Completion Claim document the gate decides.
     pub claim: Value,
+    /// What git saw changed since the base, reused for the contract and tree checks.
     pub changes: Changes,
+    /// Where the transcript and git disagree, in words; they inform, they do not decide.
     pub findings: Vec<String>,
 }
 
+/// What [`build`] needs besides the git witness.
 pub struct Input<'a> {
+    /// The claim's `task.id` (one per agent session).
     pub task_id: String,
+    /// The baseline commit the changes are counted from.
     pub base: &'a str,
+    /// The agent's transcript, when one could be read.
     pub trace: Option<&'a Trace>,
     /// Where the agent ran (relative paths in the transcript are taken from here).
     pub cwd: &'a Path,
+    /// The event's last agent message: the claimed outcome when the transcript has none.
     pub last_message: Option<String>,
     /// The user's request when the event carries it and no transcript is read
     /// (Gemini CLI's AfterAgent `prompt`).
     pub task: Option<String>,
+    /// When the hook started: every mutation is dated then (file times are the agent's).
     pub at: time::OffsetDateTime,
+    /// Removes the contract's secrets from transcript text before it is recorded.
     pub scrub: &'a Scrubber,
 }
 
@@ -90,6 +101,8 @@ fn relative(path: &str, cwd: &Path, top: &Path) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
+/// Builds the claim from what git shows changed since `base`, with the transcript's
+/// task, outcome and findings; `Err` when git could not be read.
 pub async fn build(witness: &Witness, input: Input<'_>) -> Result<Built, String> {
     let changes = witness
         .changes(input.base)

@@ -10,12 +10,17 @@ use evident_gate::ContractDocument;
 use evident_rules::{Code, State};
 use serde_json::Value;
 
+/// How [`decide`] runs the gate and where it records (from the hook's options).
 pub struct Options {
+    /// Checks observed at once.
     pub jobs: usize,
+    /// Time for every check together; what is not observed by then is unverified.
     pub deadline: Duration,
     /// SQLite path or `postgres://…`.
     pub ledger: String,
+    /// `--no-record`: decide without writing to the ledger.
     pub no_record: bool,
+    /// The gate's signing key (`--key`): signs its evidence and the ledger record's hash.
     pub key: Option<PathBuf>,
     /// The session's baseline commit: what `protect = { base = "@baseline" }` means.
     pub baseline: String,
@@ -23,8 +28,11 @@ pub struct Options {
     pub before: Option<Value>,
 }
 
+/// What the hook needs of the gate's decision to answer the agent.
 pub struct Decision {
+    /// Verified, unverified or refuted: with `on_unverified`, whether the stop goes through.
     pub state: State,
+    /// The contract's `on_unverified`: refuse, warn or record when not verified.
     pub on_unverified: OnUnverified,
     /// The verdict's reason, then each unmet check with what it observed.
     pub explanation: String,

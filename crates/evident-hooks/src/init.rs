@@ -12,7 +12,9 @@ use crate::agent::Agent;
 /// registered with [`HOOK_TIMEOUT_S`], above it, so evident answers before the agent
 /// gives up on it (agents let a stop through when a hook times out).
 pub const CHECK_TIMEOUT_S: u64 = 480;
+/// The registered command's `--timeout`: the gate's deadline, above each check's.
 pub const GATE_DEADLINE_S: u64 = 540;
+/// The timeout in the agent's settings, above the gate's deadline so evident answers first.
 pub const HOOK_TIMEOUT_S: u64 = 600;
 
 /// What the repository looks like.
@@ -22,6 +24,7 @@ pub struct Detected {
     pub checks: Vec<(String, Vec<String>, Vec<String>)>,
 }
 
+/// Finds the test commands a starter contract should run (Cargo, npm, pytest, …).
 pub fn detect(root: &Path) -> Detected {
     let has = |p: &str| root.join(p).exists();
     let mut checks = Vec::new();

@@ -6,6 +6,8 @@
 //! internal error refuses the stop with the error as the reason (unless the contract's
 //! `on_unverified` is `warn` or `record`). See docs/agents.md.
 
+#![warn(missing_docs)]
+
 pub mod agent;
 pub mod claim;
 pub mod gate;
@@ -51,12 +53,17 @@ pub struct Options {
     /// The owner's contract outside the working tree (else `.evident/contract.toml`
     /// at the baseline commit).
     pub contract: Option<PathBuf>,
+    /// `--state-dir`: where session state lives (else the XDG state directory).
     pub state_dir: Option<PathBuf>,
     /// Default: `ledger.db` in the state directory (outside the working tree).
     pub ledger: Option<String>,
+    /// `--no-record`: decide without writing to the ledger.
     pub no_record: bool,
+    /// `--key`: signs the gate's evidence, the ledger record and the session's snapshot.
     pub key: Option<PathBuf>,
+    /// Checks observed at once.
     pub jobs: usize,
+    /// `--timeout`: time for the whole gate; what is not observed by then is unverified.
     pub deadline: Duration,
     /// `--event NAME`: the event the command was registered for, for agents whose
     /// payload does not name it (Copilot CLI's camelCase events).
@@ -66,11 +73,14 @@ pub struct Options {
 /// The contract's `[hook]` settings, with their defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HookSettings {
+    /// What a stop with no change since the baseline does (default: run the checks).
     pub no_change: NoChange,
+    /// Consecutive refusals after which a stop goes through, unverified (default 3, at least 1).
     pub max_refusals: u32,
 }
 
 impl HookSettings {
+    /// The contract's `[hook]` settings, defaults filled in.
     pub fn of(contract: &evident_gate::Contract) -> HookSettings {
         let h = contract.hook.clone().unwrap_or_default();
         HookSettings {

@@ -27,7 +27,9 @@ pub fn default_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
 /// What a session has recorded.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Session {
+    /// The agent's session id, as the event gave it.
     pub session_id: String,
+    /// The repository's top directory the session works in.
     pub repo: String,
     /// The commit the session started from (first write wins).
     pub baseline: String,
@@ -38,6 +40,7 @@ pub struct Session {
     /// Consecutive refused stops.
     #[serde(default)]
     pub refusals: u32,
+    /// The last decision, reused while neither the tree nor the contract changed.
     #[serde(default)]
     pub last: Option<LastDecision>,
 }
@@ -45,19 +48,23 @@ pub struct Session {
 /// The last decision, reused while the tree and the contract are unchanged.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct LastDecision {
+    /// The tree's hash when it was decided (`Changes::tree_hash`).
     pub tree_hash: String,
     /// The tree's hash after the gate ran (its own run may leave files such as
     /// `__pycache__/` behind): a next stop on that tree reuses the decision too.
     #[serde(default)]
     pub after_tree_hash: Option<String>,
+    /// The contract's sha256 then: a changed contract is decided again.
     pub contract_hash: String,
     /// `verified`, `unverified`, `refuted`.
     pub state: String,
     /// The refusal reason (or the allow message) given then.
     pub text: String,
+    /// The ledger record then (`#N in LOCATION (hash)`), when there was one.
     pub record: Option<String>,
 }
 
+/// The session's file name: its id's safe characters and a hash of the raw id and repo.
 pub fn session_key(session_id: &str, repo: &Path) -> String {
     let clean: String = session_id
         .chars()
@@ -72,6 +79,7 @@ pub fn session_key(session_id: &str, repo: &Path) -> String {
     format!("{clean}-{}", &hash[..16])
 }
 
+/// Session files and repository locks in the state directory, each file MAC-sealed.
 pub struct Store {
     dir: PathBuf,
     key: Vec<u8>,
@@ -168,6 +176,7 @@ impl Store {
         Ok(Store { dir, key })
     }
 
+    /// The state directory, canonical.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -209,6 +218,7 @@ impl Store {
         }
     }
 
+    /// A session's state, `None` when it has none yet; `Err` when damaged or forged.
     pub fn load(&self, key: &str) -> Result<Option<Session>, String> {
         let p = self.session_path(key);
         match std::fs::read(&p) {

@@ -74,12 +74,17 @@ impl Drop for GroupGuard {
 /// One output stream, read to the end.
 #[derive(Debug, Default)]
 pub struct Stream {
+    /// Hex sha256 of all the stream carried: the output is bound even where it is cut.
     pub sha256: String,
+    /// Bytes the stream carried in all.
     pub total: u64,
+    /// The first bytes of the stream, up to [`Launch::keep`].
     pub kept: Vec<u8>,
+    /// Whether the stream carried more than was kept.
     pub truncated: bool,
     /// The last [`TAIL_BYTES`] bytes, for the lines a failed run ended with.
     pub tail: Vec<u8>,
+    /// The test-summary parser fed every line (when [`Launch::parse`] asked for it).
     pub parser: Parser,
 }
 
@@ -113,19 +118,29 @@ fn output_tail(s: &Stream, scrub: &Scrubber) -> String {
 /// A finished process.
 #[derive(Debug)]
 pub struct Finished {
+    /// The exit code; `None` when a signal ended the process.
     pub exit_code: Option<i32>,
+    /// The signal that ended the process, if one did.
     pub signal: Option<i32>,
+    /// Standard output, read to the end.
     pub stdout: Stream,
+    /// Standard error, read to the end.
     pub stderr: Stream,
 }
 
 /// What to start.
 pub struct Launch<'a> {
+    /// The executable, already resolved ([`resolve_program`]).
     pub program: PathBuf,
+    /// Its arguments (argv[1..]); no shell ever sees them.
     pub args: &'a [String],
+    /// The working directory.
     pub cwd: &'a Path,
+    /// The whole environment of the process: nothing else is inherited.
     pub env: Vec<(String, String)>,
+    /// Bytes of each stream kept; the rest is hashed and counted only.
     pub keep: u64,
+    /// Feed each line to the test-summary parser.
     pub parse: bool,
     /// The secrets the command was given: its output digests are taken of the output
     /// as scrubbed (a published digest of a stream holding only a password would be

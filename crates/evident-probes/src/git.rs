@@ -154,6 +154,7 @@ pub const CONFIG_LIST_ARGS: &[&str] = &["config", "--null", "--list", "--include
 pub struct Refusal {
     /// The key as git lists it (`core.worktree`).
     pub key: String,
+    /// Why git would not then read what it is asked about, in words.
     pub why: &'static str,
 }
 
@@ -209,6 +210,7 @@ pub fn neutralise(config_list: &[u8]) -> Result<Vec<String>, Refusal> {
     Ok(out)
 }
 
+/// Largest blob a `git` source reads when it sets no `max_bytes` (64 MiB).
 pub const DEFAULT_MAX_BLOB_BYTES: u64 = 64 * 1024 * 1024;
 const KEEP: u64 = 64 * 1024;
 
@@ -1312,6 +1314,7 @@ user.name\nDev\0core.hooksPath\n.husky\0boolkey.x\0";
 pub struct TreeFile {
     /// Canonical mode (`0o100644`, `0o100755`, `0o120000`, `0o160000`).
     pub mode: u32,
+    /// The blob's (or submodule commit's) object id, hex.
     pub oid: String,
     /// Repository-relative, `/`-separated, raw bytes.
     pub path: Vec<u8>,
@@ -1320,8 +1323,11 @@ pub struct TreeFile {
 /// How a path differs between a commit and the work tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Change {
+    /// Present in the work tree, absent from the commit.
     Added,
+    /// In both, with other content or mode.
     Modified,
+    /// In the commit, gone from the work tree.
     Deleted,
 }
 

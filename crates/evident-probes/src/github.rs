@@ -21,8 +21,11 @@ use crate::secret::{Scrubber, env_var};
 use crate::spec::{GithubPrSpec, PrState};
 use crate::{Context, Object};
 
+/// The API a `github_pr` source asks when it names no `api_url`.
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
+/// Seconds a `github_pr` read may take when the source sets no `timeout_s`.
 pub const DEFAULT_TIMEOUT_S: f64 = 10.0;
+/// Largest answer read when the source sets no `max_body_bytes` (1 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
 /// The API version the answer is read as.
 pub const API_VERSION: &str = "2022-11-28";
@@ -344,13 +347,21 @@ pub fn refusal(status: u16, headers: &HeaderMap) -> Option<(&'static str, String
 /// The parts of the answer compared with the contract.
 #[derive(Debug, PartialEq)]
 pub struct Snapshot {
+    /// The base repository's stable id (`base.repo.id`): the pull request's identity.
     pub repository_id: u64,
+    /// The pull request's number.
     pub number: u64,
+    /// Whether `state` is `open`.
     pub open: bool,
+    /// Whether it was merged (never together with `open`).
     pub merged: bool,
+    /// The head commit (`head.sha`), lowercase hex.
     pub head_oid: String,
+    /// The head repository's id; `None` when GitHub gives none (a deleted fork).
     pub head_repository_id: Option<u64>,
+    /// The base branch (`base.ref`).
     pub base_ref: String,
+    /// The merge commit (`merge_commit_sha`), when GitHub gives one.
     pub merge_oid: Option<String>,
 }
 

@@ -7,6 +7,8 @@
 //! a size limit on what it reads; no probe follows a path out of the contract's root,
 //! follows a redirect it was not allowed to, or prints a secret. See `docs/probes.md`.
 
+#![warn(missing_docs)]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -25,6 +25,7 @@ pub enum EnvValue {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvRef {
+    /// The variable's name; its value is read at run time and scrubbed from all output.
     pub env: String,
 }
 
@@ -443,6 +444,7 @@ impl Scrubber {
         out
     }
 
+    /// Replaces each registered secret in `text` with `***` (a short one only standing alone).
     pub fn scrub(&self, text: &str) -> String {
         let mut out = text.to_string();
         for s in &self.secrets {

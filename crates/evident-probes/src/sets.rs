@@ -40,6 +40,7 @@ pub enum SetSource {
     Git(GitTree),
 }
 
+/// A `redis` set: every key matching a pattern, each value hashed from DUMP.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedisKeys {
@@ -52,6 +53,7 @@ pub struct RedisKeys {
     pub max_keys: Option<u64>,
 }
 
+/// A `files` set: every file under a directory of the root.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FilesSpec {
@@ -65,6 +67,7 @@ pub struct FilesSpec {
     pub max_bytes: Option<u64>,
 }
 
+/// A `git` set: every file of a commit's tree, by mode and blob id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GitTree {
@@ -79,7 +82,9 @@ pub struct GitTree {
 /// One item of a set: the fields a target template may name, and its content's hash.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
+    /// The fields a snapshot's target template may name (a row's columns, `key`, `path`).
     pub fields: Object,
+    /// The item's content hash (for git, its mode and blob id): a change is a difference.
     pub sha256: String,
 }
 

@@ -56,6 +56,7 @@ pub enum Runner {
 }
 
 impl Runner {
+    /// The runner's name as contracts and reports write it (`cargo`, `pytest`, …).
     pub fn name(self) -> &'static str {
         match self {
             Runner::Cargo => "cargo",
@@ -150,8 +151,10 @@ pub enum IgnoredFiles {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Method {
+    /// GET, the default.
     #[default]
     Get,
+    /// HEAD: status and headers only, so no `body_contains` or `pointers`.
     Head,
 }
 
@@ -178,11 +181,13 @@ pub struct HttpSpec {
     /// Name of an environment variable holding the URL (when it carries credentials).
     #[serde(default)]
     pub url_env: Option<String>,
+    /// GET (default) or HEAD: a probe never asks for a change.
     #[serde(default)]
     pub method: Method,
     /// Request headers: literal or `{ env = "NAME" }` (use env for tokens).
     #[serde(default)]
     pub headers: BTreeMap<String, EnvValue>,
+    /// What a 3xx answer does (default: it is an error).
     #[serde(default)]
     pub redirects: Redirects,
     /// Largest body read (default 1 MiB); a larger body is an error, not a truncation.
@@ -252,6 +257,7 @@ impl Postcondition {
     }
 }
 
+/// A `text_file` postcondition: what the file must hold.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TextFilePostcondition {
@@ -259,6 +265,7 @@ pub struct TextFilePostcondition {
     pub expected_text: String,
 }
 
+/// A `directory` postcondition: which children the directory must have.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DirectoryPostcondition {
@@ -274,6 +281,7 @@ pub struct DirectoryPostcondition {
     pub exact_empty: bool,
 }
 
+/// A `json_object` postcondition: which keys and values the object must have.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JsonObjectPostcondition {
@@ -308,12 +316,14 @@ pub struct GithubPrSpec {
     /// The repository's stable numeric id (GitHub's `base.repo.id`).
     #[schemars(range(min = 1))]
     pub repository_id: u64,
+    /// The pull request's number in that repository.
     #[schemars(range(min = 1))]
     pub pull_number: u64,
     /// The head commit, as a full 40- or 64-character hex object id.
     pub expected_head_oid: String,
     /// The base branch name (`main`).
     pub expected_base_ref: String,
+    /// Open, closed (not merged) or merged.
     pub expected_state: PrState,
     /// The merge commit (only with `expected_state = "merged"`).
     #[serde(default)]
@@ -341,7 +351,9 @@ pub struct GithubPrSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SqliteSpec {
+    /// The database file, relative to the root; escaping paths are refused.
     pub path: String,
+    /// One query; its result is observed as `rows` and `row_count`.
     pub query: String,
     /// Bound in order to `?1`, `?2`, ...: strings, integers, floats, booleans, null.
     #[serde(default)]
@@ -357,6 +369,7 @@ pub struct SqliteSpec {
 pub struct SqlSpec {
     /// Name of the environment variable holding the connection URL (never the URL).
     pub url_env: String,
+    /// One query, run read-only; its result is observed as `rows` and `row_count`.
     pub query: String,
     /// Bound in order (`$1`.. for PostgreSQL, `?` for MySQL).
     #[serde(default)]
@@ -375,17 +388,23 @@ pub struct SqlSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RedisOp {
+    /// GET: observes `exists` and the string `value`.
     Get,
+    /// HGETALL: observes `exists` and the hash's fields.
     Hgetall,
+    /// EXISTS: observes `exists` only.
     Exists,
 }
 
+/// One Redis read of one key, through a URL kept in an environment variable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedisSpec {
     /// Name of the environment variable holding the `redis://` URL.
     pub url_env: String,
+    /// Which read: GET, HGETALL or EXISTS.
     pub op: RedisOp,
+    /// The key read.
     pub key: String,
     /// Largest value (GET) or total of field names and values (HGETALL) read; default 1 MiB.
     #[serde(default)]

@@ -25,8 +25,11 @@ use crate::spec::Runner;
 /// fields are the runner's own words, each already included in one of the totals.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
+    /// Tests that passed.
     pub passed: u64,
+    /// Tests that failed (errors included).
     pub failed: u64,
+    /// Tests that did not run (ignored, deselected, xfailed included).
     pub skipped: u64,
     /// pytest / JUnit errors (in `failed`).
     pub errors: u64,
@@ -89,8 +92,11 @@ impl Counts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The case passed.
     Passed,
+    /// The case failed (or errored).
     Failed,
+    /// The case did not run.
     Skipped,
 }
 
@@ -98,8 +104,11 @@ pub enum Outcome {
 /// and test.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Case {
+    /// JUnit `classname` (go: the package).
     pub group: String,
+    /// JUnit `name` (go: the test).
     pub name: String,
+    /// How it ended.
     pub outcome: Outcome,
 }
 
@@ -150,6 +159,7 @@ pub fn failed_test_name(t: &str) -> Option<&str> {
 }
 
 impl Parser {
+    /// Reads one line of output into every runner's state; the runner is chosen at the end.
     pub fn feed_line(&mut self, line: &str) {
         let t = line.trim();
         if t.is_empty() {
@@ -493,7 +503,9 @@ fn element_depth(xml: &str) -> usize {
 /// A JUnit XML report: its counts and its test cases.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Report {
+    /// The totals of the report's test cases.
     pub counts: Counts,
+    /// Every test case, so `tests_passed` can name tests one by one.
     pub cases: Vec<Case>,
 }
 
@@ -599,14 +611,18 @@ pub fn parse_junit(xml: &str) -> Result<Report, String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Named {
+    /// At least one case matched and every one passed.
     Passed,
+    /// A matching case failed.
     Failed,
+    /// No matching case failed and one was skipped.
     Skipped,
     /// No test case of that name is in the report.
     Absent,
 }
 
 impl Named {
+    /// The status as observations write it (`passed`, `absent`, …).
     pub fn name(self) -> &'static str {
         match self {
             Named::Passed => "passed",
