@@ -233,7 +233,14 @@ mod tests {
             let root = root.clone();
             std::thread::spawn(move || {
                 let mut kinds = BTreeMap::<String, u32>::new();
-                for _ in 0..20_000 {
+                // 20,000 looks, and on until both kinds were seen (for at most 30 s): on a
+                // loaded machine the swapper may not run at all during the first ones.
+                let started = std::time::Instant::now();
+                for looks in 0.. {
+                    let both = kinds.contains_key("file") && kinds.contains_key("other");
+                    if looks >= 20_000 && (both || started.elapsed().as_secs() >= 30) {
+                        break;
+                    }
                     let k = match observe_blocking(&spec, &root) {
                         Ok(o) => o["kind"].as_str().unwrap_or("?").to_string(),
                         Err(e) => format!("error: {e}").chars().take(80).collect(),
