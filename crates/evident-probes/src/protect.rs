@@ -704,8 +704,41 @@ fn verified_files(g: &Git<'_>, commit: &str) -> Result<Vec<crate::git::TreeFile>
 }
 
 /// Objects of one type, in order, each hashed against its id; a missing object or one
-/// of another type is an error.
+/// of another type is an error. Together at most [`MAX_BLOB_BYTES`].
 fn read_verified(g: &Git<'_>, ids: &[String], kind: &str) -> Result<Vec<Vec<u8>>, ProbeError> {
+    let mut v = Vec::with_capacity(ids.len());
+    cat_verified(
+        g,
+        ids,
+        kind,
+        MAX_BLOB_BYTES,
+        |i| format!("{kind} {} at base", ids[i]),
+        |_, content| {
+            v.push(content);
+            Ok(())
+        },
+    )?;
+    Ok(v)
+}
+
+/// The one reader of base objects: `ids` through one `git cat-file --batch` (killed at
+/// the deadline; ids written from another thread so a full stdout pipe cannot
+/// deadlock), each checked to be a `kind` object that hashes to its id — git checks
+/// neither when it reads, so an object file the agent replaced would put its content
+/// "at base" (found by the red team) — and handed to `each` in order. An object over
+/// [`MAX_BLOB_BYTES`], or all of them over `total_limit`, is an error; `name(i)` says
+/// what the i-th object is in errors.
+fn cat_verified(
+    g: &Git<'_>,
+    ids: &[String],
+    kind: &str,
+    total_limit: u64,
+    name: impl Fn(usize) -> String,
+    mut each: impl FnMut(usize, Vec<u8>) -> Result<(), ProbeError>,
+) -> Result<(), ProbeError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
     let mut child = g
         .command()
         .args(["cat-file", "--batch"])
@@ -730,30 +763,35 @@ fn read_verified(g: &Git<'_>, ids: &[String], kind: &str) -> Result<Vec<Vec<u8>>
             .ok_or_else(|| perr("git cat-file: no stdout"))?,
     );
     let result = (|| {
-        let mut v = Vec::with_capacity(ids.len());
         let mut total = 0u64;
-        for id in ids {
+        for (i, id) in ids.iter().enumerate() {
             let mut header = Vec::new();
-            out.read_until(b'\n', &mut header)
+            (&mut out)
+                .take(512)
+                .read_until(b'\n', &mut header)
                 .map_err(|err| perr(format!("git cat-file: {err}")))?;
+            if header.last() != Some(&b'\n') {
+                return Err(perr("git cat-file: malformed header"));
+            }
             let header = String::from_utf8_lossy(&header).trim_end().to_string();
             let mut f = header.split(' ');
             let (Some(got), Some(t), Some(size)) = (f.next(), f.next(), f.next()) else {
-                return Err(perr(format!("object {id} at base: {header}")));
+                return Err(perr(format!("{}: {header}", name(i))));
             };
             let size: u64 = size
                 .parse()
                 .map_err(|_| perr(format!("git cat-file: {header}")))?;
             if got != id || t != kind {
                 return Err(perr(format!(
-                    "object {id} at base is not a {kind} ({header})"
+                    "{}: object {id} is not a {kind} ({header})",
+                    name(i)
                 )));
             }
             total = total.saturating_add(size);
-            if total > MAX_BLOB_BYTES {
+            if size > MAX_BLOB_BYTES || total > total_limit {
                 return Err(ProbeError::Oversize {
-                    what: format!("the trees at base ({kind} {id})"),
-                    limit: MAX_BLOB_BYTES,
+                    what: name(i),
+                    limit: MAX_BLOB_BYTES.min(total_limit),
                 });
             }
             let mut content = vec![0u8; usize::try_from(size).unwrap_or(usize::MAX)];
@@ -764,12 +802,13 @@ fn read_verified(g: &Git<'_>, ids: &[String], kind: &str) -> Result<Vec<Vec<u8>>
                 .map_err(|err| perr(format!("git cat-file: {err}")))?;
             if crate::git::object_id(kind, &content, id.len() == 64) != *id {
                 return Err(perr(format!(
-                    "{kind} {id} at base does not hash to its id (the repository's object store was altered)"
+                    "{}: object {id} does not hash to its id (the repository's object store was altered)",
+                    name(i)
                 )));
             }
-            v.push(content);
+            each(i, content)?;
         }
-        Ok(v)
+        Ok(())
     })();
     drop(out);
     let _ = child.kill();
@@ -780,84 +819,22 @@ fn read_verified(g: &Git<'_>, ids: &[String], kind: &str) -> Result<Vec<Vec<u8>>
 }
 
 /// Write the protected files of the base revision into the copy, reading the blobs
-/// with one `git cat-file --batch`.
+/// with one `git cat-file --batch` ([`cat_verified`]).
 fn write_base(g: &Git<'_>, copy_root: &Path, entries: &[Entry]) -> Result<u64, ProbeError> {
     use std::os::unix::fs::PermissionsExt;
     let blobs: Vec<&Entry> = entries
         .iter()
         .filter(|e| e.mode == "100644" || e.mode == "100755" || e.mode == "120000")
         .collect();
-    if blobs.is_empty() {
-        return Ok(0);
-    }
-    let mut child = g
-        .command()
-        .args(["cat-file", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| perr(format!("cannot run git cat-file: {e}")))?;
-    let done = watchdog(&child, g.deadline);
-    let mut stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| perr("git cat-file: no stdin"))?;
-    let ids: String = blobs.iter().map(|e| format!("{}\n", e.oid)).collect();
-    // Written from another thread so a full stdout pipe cannot deadlock us.
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(ids.as_bytes());
-    });
-    let mut out = std::io::BufReader::new(
-        child
-            .stdout
-            .take()
-            .ok_or_else(|| perr("git cat-file: no stdout"))?,
-    );
-    let result = (|| {
-        let mut n = 0u64;
-        for e in &blobs {
-            let mut header = Vec::new();
-            loop {
-                let mut b = [0u8; 1];
-                out.read_exact(&mut b)
-                    .map_err(|err| perr(format!("git cat-file: {err}")))?;
-                if b[0] == b'\n' {
-                    break;
-                }
-                header.push(b[0]);
-                if header.len() > 256 {
-                    return Err(perr("git cat-file: malformed header"));
-                }
-            }
-            let header = String::from_utf8_lossy(&header).to_string();
-            let size: u64 = header
-                .rsplit(' ')
-                .next()
-                .and_then(|s| s.parse().ok())
-                .filter(|_| header.starts_with(&e.oid))
-                .ok_or_else(|| perr(format!("git cat-file: {header}")))?;
-            if size > MAX_BLOB_BYTES {
-                return Err(ProbeError::Oversize {
-                    what: format!("protected file {:?} at base", e.rel),
-                    limit: MAX_BLOB_BYTES,
-                });
-            }
-            let mut content = vec![0u8; usize::try_from(size).unwrap_or(usize::MAX)];
-            out.read_exact(&mut content)
-                .map_err(|err| perr(format!("git cat-file: {err}")))?;
-            let mut nl = [0u8; 1];
-            out.read_exact(&mut nl)
-                .map_err(|err| perr(format!("git cat-file: {err}")))?;
-            // git does not check a blob against its id when reading it: an object file
-            // the agent replaced would put its tests "at base" (found by the red team).
-            if crate::git::object_id("blob", &content, e.oid.len() == 64) != e.oid {
-                return Err(perr(format!(
-                    "protected file {:?} at base: object {} does not hash to its id (the repository's object store was altered)",
-                    e.rel, e.oid
-                )));
-            }
-
+    let ids: Vec<String> = blobs.iter().map(|e| e.oid.clone()).collect();
+    cat_verified(
+        g,
+        &ids,
+        "blob",
+        u64::MAX,
+        |i| format!("protected file {:?} at base", blobs[i].rel),
+        |i, content| {
+            let e = blobs[i];
             let (parent, name) = match e.rel.rsplit_once('/') {
                 Some((p, n)) => (p, n),
                 None => ("", e.rel.as_str()),
@@ -889,16 +866,10 @@ fn write_base(g: &Git<'_>, copy_root: &Path, entries: &[Entry]) -> Result<u64, P
                 f.set_permissions(std::fs::Permissions::from_mode(mode))
                     .map_err(|err| perr(format!("{}: {err}", to.display())))?;
             }
-            n += 1;
-        }
-        Ok(n)
-    })();
-    drop(out);
-    let _ = child.kill();
-    let _ = child.wait();
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    let _ = writer.join();
-    result
+            Ok(())
+        },
+    )?;
+    Ok(blobs.len() as u64)
 }
 
 #[cfg(test)]
