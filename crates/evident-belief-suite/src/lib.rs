@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The I/O side of the completion belief (seed 004).
 //!
 //! The model itself is pure and lives in `evident_rules::belief`. This crate holds what
