@@ -410,6 +410,39 @@ fn internal_errors_refuse_and_never_crash() {
     assert!(refused(&v).contains("inside the repository"), "{v}");
 }
 
+/// An internal error once the session is known (here: no contract at the baseline)
+/// counts toward the loop guard like any refusal: refused twice, naming the error and
+/// the count, then the stop goes through with the user told the work is NOT verified.
+/// Before, a set-up evident could not check refused every stop for ever. Its twin: the
+/// owner's fix (a contract at the baseline) gates again, and a failing test is refused.
+#[test]
+fn internal_errors_count_toward_the_loop_guard() {
+    let w = world(CONTRACT);
+    git(&w.repo, &["rm", "-q", ".evident/contract.toml"]);
+    git(&w.repo, &["commit", "-qm", "no contract"]);
+    for n in 1..=2 {
+        let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", n > 1));
+        let reason = refused(&v);
+        assert!(reason.contains("could not check this stop"), "{reason}");
+        assert!(
+            reason.contains(&format!("refusal {n} of at most 3")),
+            "{reason}"
+        );
+    }
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", true));
+    allowed(&v);
+    let told = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        told.contains("NOT verified") && told.contains("3 times"),
+        "{v}"
+    );
+    // The twin: with the owner's contract back at the baseline, the checks run again.
+    let w = world(CONTRACT);
+    std::fs::write(w.repo.join("calc.py"), WRONG).unwrap();
+    let (v, _) = hook(&w, "claude-code", &event(&w, "Stop", false));
+    assert!(refused(&v).contains("pytest"), "{v}");
+}
+
 #[test]
 fn nothing_changed_still_runs_the_checks_unless_the_contract_allows() {
     let w = world(CONTRACT);

@@ -478,7 +478,6 @@ fn stop(
     runtime: &tokio::runtime::Runtime,
     log: &mut Vec<String>,
 ) -> Result<Answer, Failure> {
-    let clock = std::time::Instant::now();
     let dir = repo_dir(agent, event, env)?;
     let w = runtime.block_on(open_witness(&dir, env))?;
     let top = w.top().canonicalize().map_err(|e| e.to_string())?;
@@ -506,12 +505,93 @@ fn stop(
             )?
         }
     };
+    // An error from here on counts toward the loop guard like any refusal (the
+    // contract's max_refusals once it was read, else the default): a set-up evident
+    // cannot check must not trap the agent for ever. Under `on_unverified = "warn"`
+    // or `"record"` an error lets the stop through as before.
+    let mut settings = HookSettings {
+        no_change: NoChange::Run,
+        max_refusals: 3,
+    };
+    let at = Session {
+        w: &w,
+        top: &top,
+        store: &store,
+        key: &key,
+    };
+    match checked(
+        agent,
+        event,
+        opts,
+        env,
+        started,
+        runtime,
+        log,
+        &at,
+        &mut session,
+        &mut settings,
+    ) {
+        Ok(answer) => Ok(answer),
+        Err(f)
+            if matches!(
+                f.on_unverified,
+                Some(OnUnverified::Warn | OnUnverified::Record)
+            ) =>
+        {
+            Err(f)
+        }
+        Err(f) => {
+            log.push(format!("evident hook: {}", f.message));
+            let reason = match refuse_error(&f.message, None) {
+                Answer::Refuse { reason } => reason,
+                _ => f.message.clone(),
+            };
+            Ok(refusal(
+                &store,
+                &key,
+                &mut session,
+                &settings,
+                reason,
+                None,
+                log,
+            )?)
+        }
+    }
+}
+
+/// Where a stop's checks run: the repository, its top, the state store and the
+/// session's key.
+struct Session<'a> {
+    w: &'a Witness,
+    top: &'a Path,
+    store: &'a state::Store,
+    key: &'a str,
+}
+
+/// The stop's checks once its session is known: the owner's contract, the claim built
+/// from what changed, the gate, the answer. `settings` gets the contract's `[hook]`
+/// settings as soon as the contract is read.
+#[allow(clippy::too_many_arguments)]
+fn checked(
+    agent: Agent,
+    event: &Event,
+    opts: &Options,
+    env: Env<'_>,
+    started: time::OffsetDateTime,
+    runtime: &tokio::runtime::Runtime,
+    log: &mut Vec<String>,
+    at: &Session<'_>,
+    session: &mut state::Session,
+    settings_out: &mut HookSettings,
+) -> Result<Answer, Failure> {
+    let (w, top, store, key) = (at.w, at.top, at.store, at.key);
+    let clock = std::time::Instant::now();
     let base = session.baseline.clone();
     let base_short = base[..base.len().min(12)].to_string();
 
     // The owner's contract.
     let (contract_bytes, contract_name, in_tree) =
-        runtime.block_on(owner_contract(agent, &w, opts, &top, &base))?;
+        runtime.block_on(owner_contract(agent, w, opts, top, &base))?;
     let file_kind = if contract_name.ends_with(".json") {
         "contract.json"
     } else {
@@ -520,6 +600,7 @@ fn stop(
     let contract = evident_gate::Contract::parse(&contract_bytes, file_kind)
         .map_err(|e| format!("{contract_name}: {e}"))?;
     let settings = HookSettings::of(&contract.contract);
+    *settings_out = settings;
     let policy = contract.contract.policy.on_unverified;
     let fail = |m: String| Failure {
         message: m,
@@ -536,12 +617,12 @@ fn stop(
     }
     let built = runtime
         .block_on(claim::build(
-            &w,
+            w,
             claim::Input {
                 task_id: format!("{}-session-{key}", agent.name()),
                 base: &base,
                 trace: trace.as_ref(),
-                cwd: event.cwd.as_deref().map(Path::new).unwrap_or(&top),
+                cwd: event.cwd.as_deref().map(Path::new).unwrap_or(top),
                 last_message: event.last_assistant_message.clone(),
                 task: event.prompt.clone(),
                 at: started,
@@ -578,13 +659,7 @@ fn stop(
             "evident refused this stop: the owner's contract {CONTRACT_PATH} differs from the baseline commit {base_short}. The gate reads it at the baseline, and a change to it in the working tree is not yours to make. Restore it (git checkout {base_short} -- {CONTRACT_PATH}) and stop again; a contract change needs the repository's owner."
         );
         return Ok(refusal(
-            &store,
-            &key,
-            &mut session,
-            &settings,
-            reason,
-            None,
-            log,
+            store, key, session, &settings, reason, None, log,
         )?);
     }
 
@@ -615,7 +690,7 @@ fn stop(
         log.push("evident: tree and contract unchanged since the last decision; reused".into());
         if last.state == "verified" {
             session.refusals = 0;
-            store.save(&key, &session)?;
+            store.save(key, session)?;
             return Ok(Answer::Allow {
                 message: Some(format!(
                     "evident: verified (unchanged since the decision recorded {})",
@@ -634,9 +709,9 @@ fn stop(
             });
         }
         return Ok(refusal(
-            &store,
-            &key,
-            &mut session,
+            store,
+            key,
+            session,
             &settings,
             last.text,
             last.record,
@@ -644,13 +719,13 @@ fn stop(
         )?);
     }
 
-    let ledger = ledger_location(opts, env, &store);
-    let before = store.load_snapshot(&key)?;
+    let ledger = ledger_location(opts, env, store);
+    let before = store.load_snapshot(key)?;
     let decision = gate::decide(
         &contract,
         &contract_name,
         built.claim,
-        &top,
+        top,
         &gate::Options {
             jobs: opts.jobs,
             // One deadline for the whole stop: what the lock and git took is spent.
@@ -727,9 +802,9 @@ fn stop(
             "evident checked this stop against the owner's contract ({contract_name}) and the checks passed{recorded}, but the working tree changed while they ran (their run, or another process): the tree left now is not the tree that was checked, so the stop is refused. Stop again to check the tree as it is (keep what the tests write out of the tree, or in .gitignore)."
         );
         return Ok(refusal(
-            &store,
-            &key,
-            &mut session,
+            store,
+            key,
+            session,
             &settings,
             reason,
             decision.record,
@@ -749,7 +824,7 @@ fn stop(
     match decision.state {
         State::Verified => {
             session.refusals = 0;
-            store.save(&key, &session)?;
+            store.save(key, session)?;
             Ok(Answer::Allow {
                 message: Some(format!("evident: verified{recorded}")),
             })
@@ -760,7 +835,7 @@ fn stop(
                 OnUnverified::Warn | OnUnverified::Record
             ) =>
         {
-            store.save(&key, &session)?;
+            store.save(key, session)?;
             Ok(Answer::Allow {
                 message: Some(format!(
                     "evident: unverified{recorded}; the contract's on_unverified = {:?} lets the stop through",
@@ -769,9 +844,9 @@ fn stop(
             })
         }
         _ => Ok(refusal(
-            &store,
-            &key,
-            &mut session,
+            store,
+            key,
+            session,
             &settings,
             text,
             decision.record,
