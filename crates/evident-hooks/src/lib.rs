@@ -658,9 +658,7 @@ fn checked(
         let reason = format!(
             "evident refused this stop: the owner's contract {CONTRACT_PATH} differs from the baseline commit {base_short}. The gate reads it at the baseline, and a change to it in the working tree is not yours to make. Restore it (git checkout {base_short} -- {CONTRACT_PATH}) and stop again; a contract change needs the repository's owner."
         );
-        return Ok(refusal(
-            store, key, session, &settings, reason, None, log,
-        )?);
+        return Ok(refusal(store, key, session, &settings, reason, None, log)?);
     }
 
     if built.changes.changed.is_empty() && settings.no_change == NoChange::Allow {
