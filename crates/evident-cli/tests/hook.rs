@@ -12,22 +12,14 @@
 //! the Codex rollout lines (`{timestamp, type, payload}` with `response_item` /
 //! `event_msg`) follow the rollout files Codex writes under `~/.codex/sessions`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use serde_json::{Value, json};
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+#[path = "support/hook_world.rs"]
+mod hook_world;
+use hook_world::{World, git, refused, world};
 
 const CONTRACT: &str = r#"
 [policy]
@@ -44,39 +36,6 @@ covers = { kind = "code_change" }
 source = { command = { argv = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"], inherit_env = ["PATH", "HOME"], env = { PYTHONDONTWRITEBYTECODE = "1" }, timeout_s = 120 } }
 expected = { exit_code = 0, failed = 0 }
 "#;
-
-struct World {
-    _tmp: tempfile::TempDir,
-    repo: PathBuf,
-    state: PathBuf,
-    transcript: PathBuf,
-}
-
-fn world(contract: &str) -> World {
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    std::fs::create_dir_all(repo.join("tests")).unwrap();
-    std::fs::create_dir_all(repo.join(".evident")).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
-    std::fs::write(
-        repo.join("tests/test_calc.py"),
-        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-    )
-    .unwrap();
-    std::fs::write(repo.join("conftest.py"), "").unwrap();
-    std::fs::write(repo.join(".gitignore"), "__pycache__/\n").unwrap();
-    std::fs::write(repo.join(".evident/contract.toml"), contract).unwrap();
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-qm", "start"]);
-    let repo = repo.canonicalize().unwrap();
-    World {
-        state: tmp.path().join("state"),
-        transcript: tmp.path().join("transcript.jsonl"),
-        _tmp: tmp,
-        repo,
-    }
-}
 
 /// A Claude Code transcript: the user's request, an Edit of `file` and its result,
 /// and the agent's last words.
@@ -126,11 +85,6 @@ fn hook(w: &World, agent: &str, ev: &Value) -> (Value, String) {
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
     };
     (v, stderr)
-}
-
-fn refused(v: &Value) -> &str {
-    assert_eq!(v["decision"], "block", "{v}");
-    v["reason"].as_str().unwrap()
 }
 
 fn allowed(v: &Value) {

@@ -5,23 +5,14 @@
 //! hooks reference, code.claude.com/docs/en/hooks).
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+#[path = "support/hook_world.rs"]
+mod hook_world;
+use hook_world::{World, git, refused};
 
 fn contract(extra_policy: &str) -> String {
     format!(
@@ -44,37 +35,9 @@ expected = {{ exit_code = 0, failed = 0 }}
 const WRONG: &str = "def add(a, b):\n    return a * b\n";
 const RIGHT: &str = "def add(a, b):\n    return a + b\n";
 
-struct World {
-    _tmp: tempfile::TempDir,
-    repo: PathBuf,
-    state: PathBuf,
-    transcript: PathBuf,
-}
-
+/// The shared world, with a Claude Code transcript of the fix.
 fn world(contract: &str) -> World {
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    std::fs::create_dir_all(repo.join("tests")).unwrap();
-    std::fs::create_dir_all(repo.join(".evident")).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
-    std::fs::write(
-        repo.join("tests/test_calc.py"),
-        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-    )
-    .unwrap();
-    std::fs::write(repo.join("conftest.py"), "").unwrap();
-    std::fs::write(repo.join(".gitignore"), "__pycache__/\n").unwrap();
-    std::fs::write(repo.join(".evident/contract.toml"), contract).unwrap();
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-qm", "start"]);
-    let repo = repo.canonicalize().unwrap();
-    let w = World {
-        state: tmp.path().join("state"),
-        transcript: tmp.path().join("transcript.jsonl"),
-        _tmp: tmp,
-        repo,
-    };
+    let w = hook_world::world(contract);
     let lines = [
         json!({"type": "user", "sessionId": "s1", "message": {"role": "user", "content": "Fix add() in calc.py"}}),
         json!({"type": "assistant", "message": {"role": "assistant", "content": [
@@ -169,11 +132,6 @@ fn start(w: &World) {
     let (v, err) = hook(w, &event(w, "SessionStart"));
     assert_eq!(v, Value::Null, "{err}");
     assert!(err.contains("session baseline"), "{err}");
-}
-
-fn refused(v: &Value) -> &str {
-    assert_eq!(v["decision"], "block", "{v}");
-    v["reason"].as_str().unwrap()
 }
 
 fn allowed(v: &Value) {
