@@ -21,7 +21,7 @@ fn entry(task: &str, state: &str, reason: &str) -> NewEntry {
         state: state.into(),
         claim: json!({ "spec_version": "0.1", "task": { "id": task }, "mutations": [], "evidence": [] }).into(),
         contract: Some(json!({ "env": { "API_TOKEN": "tok-very-secret-1" } })),
-        verdict: json!({ "state": state, "unmet": [], "reason": reason }),
+        verdict: json!({ "state": state, "unmet": [], "reason": reason }).into(),
         origin: None,
     }
 }

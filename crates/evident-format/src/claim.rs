@@ -8,12 +8,12 @@
 //! reported as warnings). Checks that need the whole document (duplicate mutation
 //! ids, `covers` naming no mutation) run last.
 
-use crate::json::{self, JsonText, Spans};
+use crate::json::{self, JsonText, Spans, ValueText};
 use crate::timestamp::Timestamp;
 use crate::{Error, Warning};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -109,11 +109,13 @@ pub struct Evidence {
     /// What was observed (a URL, a command, a query), for the person reading; shown only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    // Both values are kept as their text (see [`ValueText`]): a claim of many items
+    // costs about its size, not a tree per item.
     /// What the observation must show: a JSON object (checked after typing).
-    pub expected: Value,
+    pub expected: ValueText,
     /// What was observed. Anything but an object is no observation.
     #[serde(default)]
-    pub observed_value: Value,
+    pub observed_value: ValueText,
     /// When the observation completed.
     pub at: Timestamp,
     /// Ids of the mutations this observation is about.
@@ -441,7 +443,7 @@ impl ClaimDocument {
                     format!("evidence[{i}].expected"),
                     format!(
                         "expected must be a JSON object, not {}",
-                        json_type_name(&e.expected)
+                        e.expected.type_name()
                     ),
                 );
             }
@@ -455,15 +457,6 @@ impl ClaimDocument {
             }
         }
         Ok(())
-    }
-
-    /// `expected` of evidence `i` as an object (validated at parse time).
-    pub fn expected(&self, i: usize) -> &Map<String, Value> {
-        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-        self.claim.evidence[i]
-            .expected
-            .as_object()
-            .unwrap_or_else(|| EMPTY.get_or_init(Map::new))
     }
 }
 

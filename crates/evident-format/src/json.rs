@@ -863,6 +863,15 @@ impl JsonText {
         JsonText(serde_json::to_string(value).unwrap_or_else(|_| "null".into()))
     }
 
+    /// The text of a typed value, written straight from its `Serialize` (no `Value`
+    /// of it is built: a verdict of 75,000 findings would be one). For types whose
+    /// serialization writes each key once, as derived ones do.
+    pub fn from_serialize<T: serde::Serialize + ?Sized>(
+        value: &T,
+    ) -> Result<JsonText, serde_json::Error> {
+        serde_json::to_string(value).map(JsonText)
+    }
+
     /// The compact text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -980,6 +989,131 @@ impl From<Value> for JsonText {
 impl serde::Serialize for JsonText {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         Piece(&self.0).serialize(s)
+    }
+}
+
+/// One JSON value kept as its compact text: an evidence item's `expected` and
+/// `observed_value`. A claim of 75,000 items held these as `serde_json` maps at about
+/// 600 bytes an item (an `IndexMap` entry, its hash table and a string per key and
+/// number); as text they cost their length, and rules read them as values only where
+/// they compare them.
+///
+/// Read from a claim, the text is the slice of the strict reader's compact document,
+/// so it was checked there (no duplicate keys, valid UTF-8) and numbers keep their
+/// digits; made from a value, it is that value's compact serialization.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ValueText(Box<str>);
+
+impl ValueText {
+    /// The text of `value`.
+    pub fn from_value(value: &Value) -> ValueText {
+        ValueText(
+            serde_json::to_string(value)
+                .unwrap_or_else(|_| "null".into())
+                .into_boxed_str(),
+        )
+    }
+
+    /// The compact text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The value (parsed on each call: keep it where it is used more than once).
+    pub fn to_value(&self) -> Value {
+        value_of(&self.0)
+    }
+
+    /// The value, when it is an object.
+    pub fn to_object(&self) -> Option<Map<String, Value>> {
+        match self.to_value() {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Is the value an object?
+    pub fn is_object(&self) -> bool {
+        self.0.starts_with('{')
+    }
+
+    /// `an object`, `a string`, `null`, … for messages.
+    pub fn type_name(&self) -> &'static str {
+        type_name_of(&self.0)
+    }
+}
+
+impl Default for ValueText {
+    /// `null`: what an absent `observed_value` reads as.
+    fn default() -> ValueText {
+        ValueText("null".into())
+    }
+}
+
+impl From<Value> for ValueText {
+    fn from(v: Value) -> ValueText {
+        ValueText::from_value(&v)
+    }
+}
+
+impl From<&Value> for ValueText {
+    fn from(v: &Value) -> ValueText {
+        ValueText::from_value(v)
+    }
+}
+
+impl From<Map<String, Value>> for ValueText {
+    fn from(m: Map<String, Value>) -> ValueText {
+        ValueText::from_value(&Value::Object(m))
+    }
+}
+
+impl std::fmt::Debug for ValueText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Display for ValueText {
+    /// The compact text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl serde::Serialize for ValueText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Piece(&self.0).serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ValueText {
+    /// From a JSON text deserializer, the value's slice of the text as it stands (the
+    /// strict reader's compact text); from a `Value`, its compact serialization.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ValueText, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        let text: Box<str> = raw.into();
+        // Text read from a pretty document (a caller's own `serde_json::from_str`)
+        // keeps its layout: compact it, so the text is one form whatever the source.
+        if text
+            .bytes()
+            .any(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+        {
+            return Ok(ValueText::from_value(&value_of(&text)));
+        }
+        Ok(ValueText(text))
+    }
+}
+
+impl schemars::JsonSchema for ValueText {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        Value::schema_name()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Value::json_schema(generator)
     }
 }
 
@@ -1298,5 +1432,47 @@ mod tests {
         let deep = "[".repeat(10_000) + &"]".repeat(10_000);
         let e = parse(deep.as_bytes()).unwrap_err();
         assert!(e.message.contains("deeper"));
+    }
+
+    #[test]
+    fn value_text_keeps_the_strict_readers_slice_and_compacts_anything_else() {
+        #[derive(serde::Deserialize)]
+        struct Item {
+            v: ValueText,
+        }
+        // From the strict reader's compact text: the slice as written, digits and
+        // escapes kept (a 2^53 + 1 stays itself; a float is not rounded).
+        let checked =
+            check(br#"{"v": {"n": 9007199254740993, "f": 1.10, "s": "\u00e9"}}"#).unwrap();
+        let item: Item = serde_json::from_str(checked.text.as_str()).unwrap();
+        assert_eq!(
+            item.v.as_str(),
+            r#"{"n":9007199254740993,"f":1.10,"s":"\u00e9"}"#
+        );
+        assert!(item.v.is_object());
+        let m = item.v.to_object().unwrap();
+        assert_eq!(m["n"].to_string(), "9007199254740993");
+        assert_eq!(m["s"], Value::String("é".into()));
+        // Serialized as the value it holds (the escape decoded, the digits kept).
+        assert_eq!(
+            serde_json::to_string(&item.v).unwrap(),
+            r#"{"n":9007199254740993,"f":1.10,"s":"é"}"#
+        );
+        // From a pretty document read by someone else's serde_json: compacted.
+        let item: Item = serde_json::from_str("{\n  \"v\": [ 1,\n 2 ]\n}").unwrap();
+        assert_eq!(item.v.as_str(), "[1,2]");
+        assert!(!item.v.is_object() && item.v.to_object().is_none());
+        assert_eq!(item.v.type_name(), "an array");
+        // From a value (a deep document is typed from its value).
+        let item: Item =
+            serde_json::from_value(serde_json::json!({"v": {"a": [true, null]}})).unwrap();
+        assert_eq!(item.v.as_str(), r#"{"a":[true,null]}"#);
+        // Written back as the value it holds.
+        let out = serde_json::to_string(&serde_json::json!({"v": item.v.to_value()})).unwrap();
+        assert_eq!(
+            out,
+            serde_json::to_string(&serde_json::json!({"v": {"a": [true, null]}})).unwrap()
+        );
+        assert_eq!(ValueText::default().as_str(), "null");
     }
 }

@@ -19,7 +19,7 @@ pub use claim::{
     CheckType, Claim, ClaimDocument, Evidence, GateRun, MaxAge, Mutation, OnUnverified, Policy,
     RequiredCheck, Task, Verifier, VerifierKind, Wave,
 };
-pub use json::{JsonText, Pos, Spans};
+pub use json::{JsonText, Pos, Spans, ValueText};
 pub use timestamp::Timestamp;
 
 use serde::de::DeserializeOwned;

@@ -6,8 +6,8 @@
 
 use crate::contract::{Applies, Check, Contract};
 use evident_format::{
-    CheckType, Claim, ClaimDocument, Evidence, JsonText, OnUnverified, Timestamp, Verifier,
-    VerifierKind, Wave,
+    CheckType, Claim, ClaimDocument, Evidence, JsonText, OnUnverified, Timestamp, ValueText,
+    Verifier, VerifierKind, Wave,
 };
 use evident_probes::{Context, Observation, Source};
 use evident_rules::{Options, Verdict, decide};
@@ -359,9 +359,10 @@ pub async fn run_with_before(
     let snapshot_runs = compare_snapshots(contract, &claim.claim, &plan, settings, before).await;
 
     let own = claim.claim.evidence.len();
-    // The gate edits deep inside the document (its items, scrubbed), so it works on
-    // the value and keeps text again once done.
-    let mut document = claim.raw.to_value();
+    // The decided document: the claim's text with the gate's items appended (once, at
+    // the end) and the owner's policy set; never built as one value.
+    let mut document = claim.raw.clone();
+    let mut items = Vec::new();
     let mut typed: Claim = claim.claim.clone();
     let mut runs = Vec::new();
     let verifier = settings.verifier_id.clone();
@@ -401,7 +402,7 @@ pub async fn run_with_before(
                         serde_json::json!({ "signer": signer, "evidence": index }),
                     );
                     (
-                        scrub.scrub_value(item.observed_value.clone()),
+                        scrub.scrub_value(item.observed_value.to_value()),
                         item.observation_error.as_ref().map(|e| scrub.scrub(e)),
                     )
                 }
@@ -443,8 +444,8 @@ pub async fn run_with_before(
         typed.evidence.push(Evidence {
             check_type: check.check_type.as_str().into(),
             target: Some(check.target()),
-            expected: Value::Object(expected.clone()),
-            observed_value: observed.clone(),
+            expected: Value::Object(expected.clone()).into(),
+            observed_value: observed.clone().into(),
             at,
             covers: ids.clone(),
             verifier: Verifier {
@@ -458,7 +459,7 @@ pub async fn run_with_before(
             wave: Some(wave),
             run: Some(run.clone()),
         });
-        push_evidence(&mut document, item);
+        items.push(item);
         runs.push(CheckRun {
             check_id: check.id.clone(),
             check_type: check.check_type.as_str().into(),
@@ -506,8 +507,8 @@ pub async fn run_with_before(
         typed.evidence.push(Evidence {
             check_type: p.check_type.clone(),
             target: Some(p.target.clone()),
-            expected: Value::Object(expected.clone()),
-            observed_value: observed.clone(),
+            expected: Value::Object(expected.clone()).into(),
+            observed_value: observed.clone().into(),
             at,
             covers: Vec::new(),
             verifier: Verifier {
@@ -521,7 +522,7 @@ pub async fn run_with_before(
             wave: Some(wave),
             run: Some(run.clone()),
         });
-        push_evidence(&mut document, item);
+        items.push(item);
         runs.push(CheckRun {
             check_id: p.check_id.clone(),
             check_type: p.check_type.clone(),
@@ -546,17 +547,17 @@ pub async fn run_with_before(
             typed.extensions.push(ext.to_string());
         }
     }
-    if let Some(obj) = document.as_object_mut() {
-        obj.insert(
-            "policy".into(),
-            serde_json::to_value(&contract.policy).unwrap_or(Value::Null),
-        );
-        obj.insert("required_checks".into(), serde_json::json!(required));
-        if !typed.extensions.is_empty() {
-            obj.insert("extensions".into(), serde_json::json!(typed.extensions));
-        }
-        obj.remove("verdict");
+    document.push_items("evidence", &items);
+    drop(items);
+    document.set(
+        "policy",
+        &serde_json::to_value(&contract.policy).unwrap_or(Value::Null),
+    );
+    document.set("required_checks", &serde_json::json!(required));
+    if !typed.extensions.is_empty() {
+        document.set("extensions", &serde_json::json!(typed.extensions));
     }
+    document.remove("verdict");
 
     // The agent's own items never count for a check the gate runs: only the gate's
     // items are authenticated (a delegated check copies its signer's item into one).
@@ -600,7 +601,7 @@ pub async fn run_with_before(
     // What is shown and recorded is scrubbed too: an agent may have pasted a secret of
     // the contract (a connection string, a token) into its own claim.
     scrub_outputs(&scrub, &mut typed, &mut verdict, &mut warnings);
-    let document = JsonText::from_value(&scrub.scrub_value(document));
+    let document = scrub.scrub_text(document);
     let claim = ClaimDocument {
         file: claim.file,
         claim: typed,
@@ -872,7 +873,7 @@ fn scrub_outputs(
             *v = scrub.scrub(v);
         }
     };
-    let v = |x: &mut Value| *x = scrub.scrub_value(x.take());
+    let v = |x: &mut ValueText| *x = scrub.scrub_value(x.to_value()).into();
     s(&mut claim.task.id);
     o(&mut claim.task.description);
     o(&mut claim.task.requested_by);
@@ -895,7 +896,7 @@ fn scrub_outputs(
         o(&mut p.id);
     }
     if let Some(x) = &mut claim.verdict {
-        v(x);
+        *x = scrub.scrub_value(x.take());
     }
     verdict.unmet.iter_mut().for_each(s);
     s(&mut verdict.reason);
@@ -964,15 +965,4 @@ fn cut_output(expected: &Map<String, Value>, observed: &Map<String, Value>) -> O
             )
         })
     })
-}
-
-fn push_evidence(document: &mut Value, item: Value) {
-    if let Some(obj) = document.as_object_mut() {
-        let list = obj
-            .entry("evidence")
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if let Some(a) = list.as_array_mut() {
-            a.push(item);
-        }
-    }
 }

@@ -69,7 +69,7 @@ fn entry(i: usize) -> NewEntry {
             "unmet": [],
             "reason": "every mutation covered by fresh, independent, matching evidence",
             "decided_at": "2026-08-27T18:04:50Z"
-        }),
+        }).into(),
         origin: None,
     }
 }

@@ -18,7 +18,7 @@
 //!     state: "verified".into(),
 //!     claim: serde_json::json!({"spec_version": "0.1"}).into(),
 //!     contract: None,
-//!     verdict: serde_json::json!({"state": "verified"}),
+//!     verdict: serde_json::json!({"state": "verified"}).into(),
 //!     origin: None,
 //! })?;
 //! println!("recorded #{} {}", record.id, record.hash);
@@ -56,12 +56,12 @@ use store::Conn;
 /// [`Ledger::check_depth`], for a writer that holds only the location.
 pub(crate) fn refuse_too_deep(e: &NewEntry, location: &str) -> Result<()> {
     // The record's body holds each document one level down (`{"claim": …}`).
-    let documents = [e.contract.as_ref(), Some(&e.verdict), e.origin.as_ref()];
+    let documents = [e.contract.as_ref(), e.origin.as_ref()];
     let deepest = documents
         .into_iter()
         .flatten()
         .map(depth::of_value)
-        .chain([depth::of_text(e.claim.as_str())])
+        .chain([e.claim.as_str(), e.verdict.as_str()].map(depth::of_text))
         .max()
         .unwrap_or(0);
     if deepest + 1 > depth::MAX_DEPTH {

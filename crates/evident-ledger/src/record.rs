@@ -43,8 +43,9 @@ pub struct NewEntry {
     pub claim: JsonText,
     /// The contract, when one was used (secrets removed before storing).
     pub contract: Option<Value>,
-    /// The verdict as decided.
-    pub verdict: Value,
+    /// The verdict as decided, as compact text (a verdict of 75,000 findings is a
+    /// large document too; secrets are removed before it is stored).
+    pub verdict: JsonText,
     /// Who asked for the decision and through what (`{"asked_by": "ci", "via":
     /// "http", "contract": "billing"}`), written by the surface that took the request,
     /// never by the agent. Stored in the body (so it is hashed) only when given: records
@@ -75,7 +76,8 @@ pub struct Record {
     pub claim: Value,
     /// The contract with secrets removed.
     pub contract: Option<Value>,
-    /// The verdict as decided, with secrets removed.
+    /// The verdict as decided, with secrets removed. `Null` in the record an append
+    /// returns, as `claim` is: read the record back for it.
     pub verdict: Value,
     /// Who asked, through what ([`NewEntry::origin`]).
     pub origin: Option<Value>,
@@ -259,7 +261,6 @@ pub(crate) struct Prepared {
     task_id: Option<String>,
     state: String,
     contract: Option<Value>,
-    verdict: Value,
     origin: Option<Value>,
     origin_text: Option<String>,
     claim_digest: String,
@@ -281,21 +282,21 @@ impl Prepared {
             state,
             claim,
             mut contract,
-            mut verdict,
+            verdict,
             mut origin,
         } = entry;
         if let Some(c) = &mut contract {
             redact_in_place(c);
         }
-        redact_in_place(&mut verdict);
         if let Some(o) = &mut origin {
             redact_in_place(o);
         }
         let origin_text = origin.as_ref().map(canonical_json);
         const PREFIX: &str = "{\"claim\":";
         let contract_text = contract.as_ref().map(canonical_json);
-        let verdict_text = canonical_json(&verdict);
         // Redacted and made canonical piece by piece, never as one value.
+        let verdict_text = canonical_redacted(&verdict);
+        drop(verdict);
         let mut claim_text = canonical_redacted(&claim);
         drop(claim);
         let claim_digest = digest(&claim_text);
@@ -314,7 +315,6 @@ impl Prepared {
             claim_digest,
             contract_digest: contract_text.as_deref().map(digest),
             contract,
-            verdict,
             origin,
             origin_text,
             claim_text,
@@ -341,7 +341,6 @@ impl Prepared {
             task_id,
             state,
             contract,
-            verdict,
             origin,
             origin_text,
             claim_digest,
@@ -376,7 +375,7 @@ impl Prepared {
             contract_digest,
             claim: Value::Null,
             contract,
-            verdict,
+            verdict: Value::Null,
             origin,
             prev_hash,
             hash,
@@ -748,7 +747,7 @@ mod tests {
             state: "verified".into(),
             claim: json!({"task": {"id": format!("t{n}")}, "password": "pw"}).into(),
             contract: None,
-            verdict: json!({"state": "verified"}),
+            verdict: json!({"state": "verified"}).into(),
             origin: None,
         }
     }
@@ -878,11 +877,12 @@ mod tests {
             e.task_id = None;
             e.kind = "gate \"quoted\"".into();
             let claim = crate::redact_value(&e.claim.to_value());
+            let verdict = crate::redact_value(&e.verdict.to_value());
             let p = Prepared::new(e);
             let (mut rec, body, sig) = p.chain(Some((41, "ab")), OffsetDateTime::now_utc(), None);
             assert_eq!(sig, None);
-            assert_eq!(rec.claim, Value::Null);
-            rec.claim = claim;
+            assert_eq!((&rec.claim, &rec.verdict), (&Value::Null, &Value::Null));
+            (rec.claim, rec.verdict) = (claim, verdict);
             assert_eq!(body, canonical_json(&body_value(&rec)));
             assert_eq!(rec.hash, hash_body(&body));
             assert_eq!(rec.id, 42);

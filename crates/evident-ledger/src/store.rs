@@ -464,7 +464,7 @@ impl Conn {
                         "(?, ?, ?, ?, ?, ?, ?, ?)",
                     )
                 };
-                for chunk in rows.chunks(ROWS_PER_INSERT) {
+                for chunk in rows.chunks_mut(ROWS_PER_INSERT) {
                     let values = vec![marks; chunk.len()].join(", ");
                     let sql = format!("INSERT INTO records ({cols}) VALUES {values}");
                     let mut q = sqlx::query(AssertSqlSafe(sql));
@@ -477,9 +477,10 @@ impl Conn {
                             .bind(&record.state)
                             .bind(&record.prev_hash)
                             .bind(&record.hash)
-                            .bind(body);
+                            // Moved, not copied: a large claim's body is tens of MB.
+                            .bind(std::mem::take(body));
                         if sig {
-                            q = q.bind(signature);
+                            q = q.bind(signature.take());
                         }
                     }
                     q.execute(&mut *tx).await?;

@@ -31,7 +31,7 @@ fn entry(task: &str, state: &str) -> NewEntry {
             "policy": { "id": "billing" },
             "check": [{ "id": "db", "source": { "postgres": { "url": "postgres://app:hunter2secret@db/billing" } } }]
         })),
-        verdict: json!({ "state": state, "unmet": [], "reason": null }),
+        verdict: json!({ "state": state, "unmet": [], "reason": null }).into(),
         origin: None,
     }
 }
@@ -241,10 +241,13 @@ fn round_trip(location: &str) {
     // An append hands back its record without the claim (a large claim is not held
     // again as a value); reading it back gives the claim as stored.
     assert_eq!(a.claim, serde_json::Value::Null);
+    assert_eq!(a.verdict, serde_json::Value::Null);
     assert_eq!(got.claim["task"]["id"], "t-a");
+    assert_eq!(got.verdict["state"], "verified");
     assert_eq!(
         evident_ledger::Record {
             claim: got.claim.clone(),
+            verdict: got.verdict.clone(),
             ..a
         },
         got
@@ -1073,7 +1076,7 @@ fn records_nest_as_deep_as_the_readers_read_and_no_deeper() {
     assert_eq!(e.kind, ErrorKind::Refused, "{e}");
     assert!(e.message.contains(&max.to_string()), "{e}");
     let mut in_verdict = entry("deeper", "verified");
-    in_verdict.verdict["x"] = nested(max);
+    in_verdict.verdict.set("x", &nested(max));
     assert_eq!(l.append(in_verdict).unwrap_err().kind, ErrorKind::Refused);
 
     let appender = evident_ledger::Appender::spawn(open(Some(&location)).unwrap(), 64).unwrap();

@@ -369,7 +369,7 @@ pub fn record_snapshot(doc: &Value, ledger: Option<&str>) -> Result<(u64, String
         })
         .into(),
         contract: None,
-        verdict: serde_json::json!({ "state": "recorded" }),
+        verdict: serde_json::json!({ "state": "recorded" }).into(),
         origin: None,
     };
     let r = opened.append(entry).map_err(|e| e.to_string())?;

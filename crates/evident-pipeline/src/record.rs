@@ -156,7 +156,7 @@ impl Recording {
         let task_id = claim
             .get("task")
             .and_then(|t| t.get("id")?.as_str().map(str::to_string));
-        let verdict = serde_json::to_value(&decision.verdict)
+        let verdict = evident_format::JsonText::from_serialize(&decision.verdict)
             .map_err(|e| RecordError::Ledger(e.to_string()))?;
         Ok(evident_ledger::NewEntry {
             kind: decision.kind.as_str().to_string(),

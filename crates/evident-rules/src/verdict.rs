@@ -319,9 +319,9 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
             for &a in &t.after {
                 let (before, after) = (&claim.evidence[b], &claim.evidence[a]);
                 if let Some((path, was, is)) = named_difference(
-                    &after.expected,
-                    &before.observed_value,
-                    &after.observed_value,
+                    &after.expected.to_value(),
+                    &before.observed_value.to_value(),
+                    &after.observed_value.to_value(),
                 ) {
                     findings[a].code = Code::StateChanged;
                     findings[a].used = false;
@@ -526,7 +526,7 @@ fn first_cause(
             e.check_type,
             e.target.as_deref().unwrap_or("-"),
             findings[i].detail,
-            short(&e.expected)
+            short(&e.expected.to_value())
         );
     }
     let Some(first) = unmet.first() else {
@@ -729,16 +729,16 @@ fn compare(e: &Evidence) -> Result<(Code, String), (Code, String)> {
             format!("the verifier could not observe: {err}"),
         ));
     }
-    let Some(observed) = e.observed_value.as_object() else {
+    let Some(observed) = e.observed_value.to_object() else {
         return Err((
             Code::NoObservation,
             format!(
                 "observed_value is {}, not an object: nothing was observed",
-                evident_format::claim::json_type_name(&e.observed_value)
+                e.observed_value.type_name()
             ),
         ));
     };
-    let expected = match e.expected.as_object() {
+    let expected = match e.expected.to_object() {
         Some(x) if !x.is_empty() => x,
         _ => {
             return Err((
@@ -748,7 +748,7 @@ fn compare(e: &Evidence) -> Result<(Code, String), (Code, String)> {
         }
     };
     let health = e.check_type == CheckType::EndpointHealth.as_str();
-    Ok(match compare_object(expected, observed, health) {
+    Ok(match compare_object(&expected, &observed, health) {
         Cmp::Contradiction {
             path,
             expected,

@@ -58,8 +58,8 @@ fn evidence(n_mut: usize) -> impl Strategy<Value = Evidence> {
             Evidence {
                 check_type: ct.as_str().into(),
                 target: None,
-                expected: json!({"v": want}),
-                observed_value: obs,
+                expected: json!({"v": want}).into(),
+                observed_value: obs.into(),
                 at: ts(BASE + at),
                 covers,
                 verifier: Verifier {
@@ -233,8 +233,8 @@ fn a_large_claim_is_decided_quickly() {
         .map(|i| Evidence {
             check_type: CheckType::StateReadback.as_str().into(),
             target: None,
-            expected: json!({"v": 1}),
-            observed_value: json!({"v": 1}),
+            expected: json!({"v": 1}).into(),
+            observed_value: json!({"v": 1}).into(),
             at: ts(BASE + 1),
             covers: (0..100)
                 .map(|k| format!("mutation-{:06}", (n - 1 - (i + k) % n)))

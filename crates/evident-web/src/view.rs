@@ -899,8 +899,8 @@ fn check(
         .map(evident_format::json::value_of)
         .and_then(|item| item.get("held_out").cloned())
         == Some(Value::Bool(true));
-    let expected = e.expected.as_object();
-    let observed = e.observed_value.as_object();
+    let (expected, observed) = (e.expected.to_object(), e.observed_value.to_object());
+    let (expected, observed) = (expected.as_ref(), observed.as_ref());
     let health = e.check_type == "endpoint_health";
     let empty = Map::new();
     let judged: Vec<(&String, &Value, Option<&Value>, &'static str, &'static str)> = expected
@@ -995,7 +995,7 @@ fn check(
         more_extra,
         observation_error: e.observation_error.as_deref().map(|s| text::lines(s, LONG)),
         observed_other: (!held_out && !e.observed_value.is_object())
-            .then(|| budget.value(&e.observed_value)),
+            .then(|| budget.value(&e.observed_value.to_value())),
         held_out,
     }
 }

@@ -147,7 +147,7 @@ pub fn render_to<W: Write>(d: &Decision, out: &mut W) {
         if let Some(err) = &e.observation_error {
             let _ = writeln!(out, "       observed nothing: {}", shown(err));
         } else {
-            let (observed, failure) = super::split_failure(&e.observed_value);
+            let (observed, failure) = super::split_failure(&e.observed_value.to_value());
             let _ = writeln!(out, "       observed {}", shown(&observed.to_string()));
             for line in failure {
                 let _ = writeln!(out, "       {}", shown(&line));
