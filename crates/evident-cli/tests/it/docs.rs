@@ -347,7 +347,7 @@ fn every_doc_is_covered() {
             .to_string();
         assert!(
             DOCS.contains(&f.as_str()),
-            "{f} has no test in tests/docs.rs"
+            "{f} has no test in tests/it/docs.rs"
         );
     }
 }

@@ -127,7 +127,7 @@ fn call(s: &Served, method: &str, path: &str, auth: bool, body: Option<&[u8]>) -
 /// The spec's example document with its evidence made fresh.
 fn fresh_claim() -> Vec<u8> {
     let mut v: serde_json::Value =
-        serde_json::from_str(include_str!("../../../examples/claim-verified.json")).unwrap();
+        serde_json::from_str(include_str!("../../../../examples/claim-verified.json")).unwrap();
     let now = time::OffsetDateTime::now_utc();
     let fmt = &time::format_description::well_known::Rfc3339;
     v["evidence"][0]["at"] = (now - time::Duration::seconds(1))

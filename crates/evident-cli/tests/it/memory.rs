@@ -4,7 +4,7 @@
 //!
 //! ```console
 //! cargo build --release -p evident
-//! EVIDENT_BIN=target/release/evident cargo test --release -p evident --test memory -- --ignored --nocapture
+//! EVIDENT_BIN=target/release/evident cargo test --release -p evident --test it -- memory:: --ignored --nocapture
 //! ```
 //!
 //! Each case runs the binary under `/usr/bin/time -f "%e %M"` (wall seconds, peak RSS
@@ -112,7 +112,7 @@ fn report(name: &str, args: &[&str], cwd: &Path, size: u64, runs: usize) -> u64 
 }
 
 #[test]
-#[ignore = "benchmark: cargo test --release -p evident --test memory -- --ignored --nocapture"]
+#[ignore = "benchmark: cargo test --release -p evident --test it -- memory:: --ignored --nocapture"]
 fn large_claim_memory_and_time() {
     if !Path::new("/usr/bin/time").exists() {
         println!("skipped: /usr/bin/time (GNU time) is not installed");

@@ -1,4 +1,4 @@
-//! The repository both hook test binaries (hook.rs, hook_red13.rs) drive: a real git
+//! The repository the hook tests (hook.rs, hook/red13.rs) drive: a real git
 //! repository with a broken `calc.py`, its pytest test and the owner's contract
 //! committed at the baseline, and the paths of the state directory and transcript.
 

@@ -1,7 +1,7 @@
 //! `evident audit closeout` through the real binary: exit codes, records, and the
 //! emitted Completion Claim decided by the real `evident verify`.
 
-#[path = "../../evident-audit/tests/common/mod.rs"]
+#[path = "../../../evident-audit/tests/common/mod.rs"]
 mod common;
 
 use assert_cmd::Command;

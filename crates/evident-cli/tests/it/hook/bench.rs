@@ -4,7 +4,7 @@
 //! to end (event parse, hardened git, base tree walked from verified objects, every
 //! file hashed, claim, gate, ledger append) and a repeated stop (decision reused).
 //!
-//! Run: `cargo test --release -p evident --test hook_bench -- --ignored --nocapture`.
+//! Run: `cargo test --release -p evident --test it -- hook::bench:: --ignored --nocapture`.
 //! Measured on the 2-core build machine (release, 56998a8, 2026-12-01): medians 150–165
 //! ms per stop, 125–144 ms with the decision reused (docs/agents.md).
 
@@ -27,7 +27,7 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 #[test]
-#[ignore = "benchmark: cargo test --release -p evident --test hook_bench -- --ignored --nocapture"]
+#[ignore = "benchmark: cargo test --release -p evident --test it -- hook::bench:: --ignored --nocapture"]
 fn hook_overhead_on_ten_thousand_files() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");

@@ -480,7 +480,7 @@ fn two_servers_on_one_postgres_ledger_form_one_chain() {
 /// Throughput of `POST /v1/verify` with the spec's example document (its policy's
 /// requirements as the server's policy, without the age limit so the decision is
 /// `verified`), SQLite ledger on, 16 connections for 10 s with Debian's `wrk`.
-/// Run with `cargo test --release -p evident --test serve -- --ignored bench --nocapture`.
+/// Run with `cargo test --release -p evident --test it -- serve::bench --ignored --nocapture`.
 #[test]
 #[ignore = "benchmark: needs wrk (apt-get install wrk); figures in docs/serve.md"]
 fn bench_verify_with_wrk() {
@@ -503,7 +503,7 @@ fn bench_verify_with_wrk() {
     );
     // Its evidence signed by the key the server's --trust lists, so it verifies.
     let example = signed(
-        serde_json::from_str(include_str!("../../../examples/claim-verified.json")).unwrap(),
+        serde_json::from_str(include_str!("../../../../examples/claim-verified.json")).unwrap(),
     )
     .to_string();
     let (status, v) = s.call(

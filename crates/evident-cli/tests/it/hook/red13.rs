@@ -1,6 +1,6 @@
 //! red13: attacks on `evident hook` made with only a coding agent's powers (files in
 //! the working tree, its own commits and processes), each with its honest twin. The
-//! attack scripts are attacks/red13_*.sh; the agents are driven as tests/hook.rs
+//! attack scripts are attacks/red13_*.sh; the agents are driven as tests/it/hook.rs
 //! drives them (Claude Code's event fields and transcript lines, from Anthropic's
 //! hooks reference, code.claude.com/docs/en/hooks).
 
@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-#[path = "support/hook_world.rs"]
-mod hook_world;
-use hook_world::{World, git, refused};
+use super::world::{World, git, refused};
 
 fn contract(extra_policy: &str) -> String {
     format!(
@@ -37,7 +35,7 @@ const RIGHT: &str = "def add(a, b):\n    return a + b\n";
 
 /// The shared world, with a Claude Code transcript of the fix.
 fn world(contract: &str) -> World {
-    let w = hook_world::world(contract);
+    let w = super::world::world(contract);
     let lines = [
         json!({"type": "user", "sessionId": "s1", "message": {"role": "user", "content": "Fix add() in calc.py"}}),
         json!({"type": "assistant", "message": {"role": "assistant", "content": [

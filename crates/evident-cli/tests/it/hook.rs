@@ -17,9 +17,11 @@ use std::path::Path;
 use assert_cmd::Command;
 use serde_json::{Value, json};
 
-#[path = "support/hook_world.rs"]
-mod hook_world;
-use hook_world::{World, git, refused, world};
+mod bench;
+mod red13;
+mod world;
+
+use world::{World, git, refused, world};
 
 const CONTRACT: &str = r#"
 [policy]
