@@ -4,10 +4,11 @@
 #[path = "../../../evident-audit/tests/common/mod.rs"]
 mod common;
 
-use assert_cmd::Command;
 use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+
+use crate::support::{evident, workspace};
 
 const RESULT: &str = "agent_closeout_faithfulness_audit_result.json";
 const CLAIM: &str = "agent_closeout_completion_claim.json";
@@ -34,8 +35,7 @@ impl Fx {
         extra: &[&str],
     ) -> (i32, String, String) {
         let target = self.p("cargo-target");
-        let o = Command::cargo_bin("evident")
-            .unwrap()
+        let o = evident()
             .args(["audit", "closeout", "--claims"])
             .arg(claims)
             .arg("--task-ledger")
@@ -67,8 +67,7 @@ impl Fx {
 
 /// Runs the real `evident verify` on the emitted claim at the audit's finish time.
 fn verify(claim: &Path, now: &str) -> (i32, String) {
-    let o = Command::cargo_bin("evident")
-        .unwrap()
+    let o = evident()
         .arg("verify")
         .arg(claim)
         .args(["--now", now, "--json"])
@@ -109,8 +108,7 @@ fn assert_verify_agrees(fx: &Fx, out: &str, audit_code: i32) {
 
 #[test]
 fn help_documents_the_exit_codes() {
-    let o = Command::cargo_bin("evident")
-        .unwrap()
+    let o = evident()
         .args(["audit", "closeout", "--help"])
         .output()
         .unwrap();
@@ -369,8 +367,7 @@ fn live_mode_refuses_a_non_ancestor_and_never_writes() {
 fn the_task_ledger_is_not_called_ledger() {
     // `--ledger` is evident's decision ledger in every other command; here it is refused,
     // and clap points at the option meant.
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args([
             "audit", "closeout", "--claims", "c.json", "--ledger", "l.json",
         ])
@@ -392,10 +389,9 @@ fn the_task_ledger_is_not_called_ledger() {
     ignore = "needs pytest (built with --cfg evident_services)"
 )]
 fn the_shipped_example_fixture_passes() {
-    let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/audit");
+    let ex = workspace().join("examples/audit");
     let tmp = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args(["audit", "closeout", "--claims"])
         .arg(ex.join("closeout_claims.json"))
         .arg("--task-ledger")

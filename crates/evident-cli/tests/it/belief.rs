@@ -1,14 +1,10 @@
 //! `evident belief` and `evident suite belief`, run as a user runs them.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-use serde_json::Value;
+
+use crate::support::{evident, json_of};
 
 const GOAL: &str = "out/report.txt contains 'FINAL REPORT'";
-
-fn evident() -> Command {
-    Command::cargo_bin("evident").expect("binary built")
-}
 
 /// Write `json` to a temporary file and return it (kept alive by the caller).
 fn file(json: &str) -> tempfile::NamedTempFile {
@@ -28,10 +24,6 @@ const DID_OK: &str =
     r#"{"epoch": "did", "supports": true, "strength": 0.9, "lineage": "did:out/report.txt"}"#;
 const SAW_OK: &str = r#"{"epoch": "saw", "supports": true, "strength": 0.9, "lineage": "saw:filesystem:out/report.txt"}"#;
 const SAW_NO: &str = r#"{"epoch": "saw", "supports": false, "strength": 0.85, "lineage": "saw:filesystem:out/report.txt"}"#;
-
-fn json_of(out: &[u8]) -> Value {
-    serde_json::from_slice(out).expect("--json prints JSON")
-}
 
 #[test]
 fn action_plus_observation_is_accepted_exit_0() {

@@ -3,22 +3,15 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-fn evident() -> Command {
-    Command::cargo_bin("evident").expect("binary built")
-}
+use crate::support::{evident, json_of};
 
 fn peer(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../evident-bench/tests/data/peer")
         .join(p)
-}
-
-fn json_of(out: &[u8]) -> Value {
-    serde_json::from_slice(out).expect("--json prints JSON")
 }
 
 fn bench_run(out: &Path) -> Value {

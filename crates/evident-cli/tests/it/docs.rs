@@ -19,9 +19,11 @@
 //! must be in a `no-run` block: the suite does not build itself again).
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::support::{bin, workspace};
 
 /// One block's time limit: the billing example compiles a small crate.
 const BLOCK_LIMIT: Duration = Duration::from_secs(240);
@@ -148,10 +150,6 @@ fn needs_services(info: &str) -> bool {
     info.split_whitespace().any(|w| w == "services")
 }
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -206,11 +204,11 @@ fn tail(path: &Path, n: usize) -> String {
 /// Runs every runnable block of `doc` (relative to the repository root); panics naming the
 /// file, line and command of the first that fails.
 fn run_doc(doc: &str) {
-    let text = std::fs::read_to_string(root().join(doc)).unwrap();
+    let text = std::fs::read_to_string(workspace().join(doc)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("work");
-    copy_dir(&root().join("examples"), &work.join("examples"));
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_evident"));
+    copy_dir(&workspace().join("examples"), &work.join("examples"));
+    let bin = bin();
     let path = format!(
         "{}:{}",
         bin.parent().unwrap().display(),
@@ -329,14 +327,14 @@ const DOCS: &[&str] = &[
 fn every_doc_is_covered() {
     let mut found = vec!["README.md".to_string()];
     for dir in ["docs", "examples"] {
-        let mut stack = vec![root().join(dir)];
+        let mut stack = vec![workspace().join(dir)];
         while let Some(d) = stack.pop() {
             for e in std::fs::read_dir(&d).unwrap() {
                 let p = e.unwrap().path();
                 if p.is_dir() && p.file_name().is_some_and(|n| n != "target") {
                     stack.push(p);
                 } else if p.extension().is_some_and(|x| x == "md") {
-                    found.push(p.strip_prefix(root()).unwrap().display().to_string());
+                    found.push(p.strip_prefix(workspace()).unwrap().display().to_string());
                 }
             }
         }
@@ -511,7 +509,7 @@ fn no_internal_words_in_the_docs() {
     );
     let mut found = Vec::new();
     for doc in DOCS {
-        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+        let text = std::fs::read_to_string(workspace().join(doc)).unwrap();
         let mut fenced = false;
         for (i, line) in text.lines().enumerate() {
             if line.trim_start().starts_with("```") {
@@ -551,9 +549,13 @@ fn subcommands(help: &str) -> Vec<String> {
 
 #[test]
 fn no_internal_words_in_help() {
-    let bin = env!("CARGO_BIN_EXE_evident");
+    let bin = bin();
     let help = |args: &[String]| {
-        let out = Command::new(bin).args(args).arg("--help").output().unwrap();
+        let out = Command::new(&bin)
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{args:?} --help failed");
         String::from_utf8(out.stdout).unwrap()
     };

@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
+
+use crate::support::{evident, json_of};
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -15,16 +16,6 @@ fn data(name: &str) -> PathBuf {
 
 fn read(name: &str) -> Vec<u8> {
     std::fs::read(data(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn evident() -> Command {
-    let mut c = Command::cargo_bin("evident").expect("binary");
-    c.env_remove("RUST_LOG");
-    c
-}
-
-fn json(b: &[u8]) -> Value {
-    serde_json::from_slice(b).expect("json")
 }
 
 const GOOD: &str = r#"{"case_id":"c1","task":"t","completion_claimed":true,"requirements":[{"action":"a","evidence_fields":["id"]}],"events":[{"action":"a","success":true,"evidence":{"id":"1"}}]}"#;
@@ -45,7 +36,7 @@ mod parity {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0));
-        assert_eq!(json(&out.stdout), json(&read("peer/cases.json")));
+        assert_eq!(json_of(&out.stdout), json_of(&read("peer/cases.json")));
 
         let out = evident()
             .args(["eval", "--metrics"])
@@ -53,14 +44,20 @@ mod parity {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0));
-        assert_eq!(json(&out.stdout), json(&read("peer/cases.metrics.json")));
+        assert_eq!(
+            json_of(&out.stdout),
+            json_of(&read("peer/cases.metrics.json"))
+        );
 
         let out = evident()
             .args(["eval", "--json"])
             .arg(data("peer/minimal_cases.jsonl"))
             .output()
             .unwrap();
-        assert_eq!(json(&out.stdout), json(&read("peer/minimal_cases.json")));
+        assert_eq!(
+            json_of(&out.stdout),
+            json_of(&read("peer/minimal_cases.json"))
+        );
     }
 
     #[test]
@@ -75,9 +72,9 @@ mod parity {
             .stdout
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
-            .map(json)
+            .map(json_of)
             .collect();
-        assert_eq!(Value::Array(items), json(&read("peer/cases.json")));
+        assert_eq!(Value::Array(items), json_of(&read("peer/cases.json")));
     }
 
     #[test]
@@ -177,7 +174,7 @@ mod errors {
             .stdout
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
-            .map(|l| json(l)["case_id"].clone())
+            .map(|l| json_of(l)["case_id"].clone())
             .collect();
         assert_eq!(ids, vec!["c1", "c2"]);
     }
@@ -302,7 +299,7 @@ mod adapters {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let v = json(&out.stdout);
+        let v = json_of(&out.stdout);
         assert_eq!(v["source"]["adapter"], "anthropic-messages@1");
         assert_eq!(v["events"][1]["source_event_id"], "toolu_01B2");
         assert_eq!(v["events"][1]["sequence"], 1);
@@ -332,7 +329,7 @@ mod adapters {
             .stdout
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
-            .map(json)
+            .map(json_of)
             .collect();
         assert_eq!(lines.len(), 2, "the two *.json files, not notes.txt");
         assert_eq!(lines[0]["status"], "FAILED");
@@ -418,7 +415,7 @@ mod constrained {
             .stdout
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
-            .map(json)
+            .map(json_of)
             .collect();
         let statuses: Vec<&str> = lines
             .iter()
@@ -519,7 +516,7 @@ mod constrained {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let v = json(&out.stdout);
+        let v = json_of(&out.stdout);
         assert_eq!(v["case_id"], "run-7");
         assert_eq!(v["completion_claimed"], false);
         assert_eq!(v["events"][0]["success"], false);
@@ -533,7 +530,7 @@ mod constrained {
             .args(["--source-ref", "run-7", "--claimed", "true"])
             .output()
             .unwrap();
-        let v = json(&out.stdout);
+        let v = json_of(&out.stdout);
         assert!(v["events"][0].get("arguments").is_none(), "{v}");
         // A blank prefix would mark everything failed.
         evident()
@@ -607,7 +604,7 @@ mod atif {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{out:?}");
-        let case = json(&out.stdout);
+        let case = json_of(&out.stdout);
         assert_eq!(case["events"][0]["action"], "financial_search");
         assert_eq!(case["events"][0]["evidence"]["price"], 185.35);
 
@@ -619,7 +616,7 @@ mod atif {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{out:?}");
-        assert_eq!(json(&out.stdout)[0]["status"], "VERIFIED_COMPLETE");
+        assert_eq!(json_of(&out.stdout)[0]["status"], "VERIFIED_COMPLETE");
 
         // The same call, its result an `Exit code 1` text: failed, so not done.
         let failed = dir.path().join("failed.json");
@@ -638,7 +635,7 @@ mod atif {
             .arg(&failed)
             .output()
             .unwrap();
-        let v = json(&out.stdout);
+        let v = json_of(&out.stdout);
         assert_eq!(v[0]["status"], "FAILED", "{v}");
 
         // A broken trace: exit 2 naming the JSON path.
@@ -683,7 +680,7 @@ fn adapt_jsonl_pipes_into_eval_and_indented_json_gets_a_hint() {
     let line = adapt(&["--jsonl"]);
     assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1, "one line");
     // The same case as the indented form.
-    assert_eq!(json(&line), json(&adapt(&[])));
+    assert_eq!(json_of(&line), json_of(&adapt(&[])));
     evident()
         .args(["eval", "-"])
         .write_stdin(line)

@@ -1,39 +1,20 @@
 //! `evident gate` through the real binary: the README's example, JSON and JUnit output,
 //! exit codes, recording, and that no secret from the environment is ever printed.
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The binary, recording into a throwaway ledger.
-fn evident(ledger_dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("evident").unwrap();
-    cmd.env("EVIDENT_LEDGER", ledger_dir.join("ledger.db"));
-    cmd
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::support::{evident_in, git, run, workspace};
 
 #[test]
 fn the_readme_example_verifies_and_its_twin_is_refuted() {
     let tmp = tempfile::tempdir().unwrap();
-    let contract = repo().join("examples/billing/contract.toml");
+    let contract = workspace().join("examples/billing/contract.toml");
     let junit = tmp.path().join("junit.xml");
-    let (code, out, err) = run(evident(tmp.path())
+    let (code, out, err) = run(evident_in(tmp.path())
         .arg("gate")
         .arg(&contract)
-        .arg(repo().join("examples/billing/claim.json"))
+        .arg(workspace().join("examples/billing/claim.json"))
         .arg("--junit")
         .arg(&junit));
     assert_eq!(code, 0, "{out}\n{err}");
@@ -46,10 +27,10 @@ fn the_readme_example_verifies_and_its_twin_is_refuted() {
         "{xml}"
     );
 
-    let (code, out, _) = run(evident(tmp.path())
+    let (code, out, _) = run(evident_in(tmp.path())
         .arg("gate")
-        .arg(repo().join("examples/billing/contract-4472.toml"))
-        .arg(repo().join("examples/billing/claim-refuted.json"))
+        .arg(workspace().join("examples/billing/contract-4472.toml"))
+        .arg(workspace().join("examples/billing/claim-refuted.json"))
         .arg("--json"));
     assert_eq!(code, 1, "{out}");
     let doc: Value = serde_json::from_str(&out).unwrap();
@@ -107,7 +88,10 @@ fn unverified_blocks_with_3_and_passes_with_0_under_warn() {
                 "[policy]\non_unverified = \"{policy}\"\n[[check]]\nid = \"t\"\ncheck_type = \"test_run\"\ncovers = {{ kind = \"code_change\" }}\nsource = {{ command = {{ argv = [\"true\"] }} }}\n"
             ),
         );
-        let (got, out, err) = run(evident(tmp.path()).arg("gate").arg(&contract).arg(&claim));
+        let (got, out, err) = run(evident_in(tmp.path())
+            .arg("gate")
+            .arg(&contract)
+            .arg(&claim));
         assert_eq!(got, code, "{policy}: {out}\n{err}");
         assert!(out.contains("no test ran"), "{out}");
     }
@@ -122,13 +106,16 @@ fn invalid_contracts_exit_2_naming_file_and_path() {
         "c.toml",
         "[policy]\n[[check]]\nid = \"t\"\ncheck_type = \"test_run\"\ncovers = { kind = \"code_change\" }\nsource = { command = { argv = [\"true\"], shel = true } }\n",
     );
-    let (code, _, err) = run(evident(tmp.path()).arg("gate").arg(&contract).arg(&claim));
+    let (code, _, err) = run(evident_in(tmp.path())
+        .arg("gate")
+        .arg(&contract)
+        .arg(&claim));
     assert_eq!(code, 2);
     assert!(
         err.contains("c.toml") && err.contains("check[0].source"),
         "{err}"
     );
-    let (code, _, err) = run(evident(tmp.path())
+    let (code, _, err) = run(evident_in(tmp.path())
         .arg("gate")
         .arg(tmp.path().join("none.toml"))
         .arg(&claim));
@@ -160,7 +147,7 @@ fn no_secret_from_the_environment_is_ever_printed() {
     );
     let contract = write(tmp.path(), "c.toml", &contract);
     for json in [false, true] {
-        let mut cmd = evident(tmp.path());
+        let mut cmd = evident_in(tmp.path());
         cmd.arg("gate").arg(&contract).arg(&claim);
         if json {
             cmd.arg("--json");
@@ -190,17 +177,17 @@ fn no_secret_from_the_environment_is_ever_printed() {
 fn signed_evidence_under_a_trust_list() {
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("gate.key");
-    let (code, _, err) = run(evident(tmp.path())
+    let (code, _, err) = run(evident_in(tmp.path())
         .args(["key", "generate", "--id", "billing-gate", "--out"])
         .arg(&key));
     assert_eq!(code, 0, "{err}");
     let pubkey = tmp.path().join("gate.key.pub");
     assert!(pubkey.exists());
 
-    let (code, out, err) = run(evident(tmp.path())
+    let (code, out, err) = run(evident_in(tmp.path())
         .arg("gate")
-        .arg(repo().join("examples/billing/contract.toml"))
-        .arg(repo().join("examples/billing/claim.json"))
+        .arg(workspace().join("examples/billing/contract.toml"))
+        .arg(workspace().join("examples/billing/claim.json"))
         .args(["--json", "--no-record", "--key"])
         .arg(&key));
     assert_eq!(code, 0, "{err}");
@@ -211,12 +198,12 @@ fn signed_evidence_under_a_trust_list() {
     let signed = write(tmp.path(), "signed.json", &out);
 
     let verify = |file: &Path, trust: bool| {
-        let mut cmd = evident(tmp.path());
+        let mut cmd = evident_in(tmp.path());
         cmd.args(["verify", "--no-record", "--json"]).arg(file);
         if trust {
             cmd.arg("--trust").arg(&pubkey);
             cmd.arg("--policy")
-                .arg(repo().join("examples/billing/contract.toml"));
+                .arg(workspace().join("examples/billing/contract.toml"));
         }
         let (code, out, err) = run(&mut cmd);
         let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
@@ -292,7 +279,7 @@ fn a_huge_timeout_is_not_a_panic() {
     )
     .unwrap();
     for (timeout, want) in [("1e300", 2), ("1e19", 0), ("9.3e18", 0)] {
-        let (code, out, err) = run(evident(tmp.path())
+        let (code, out, err) = run(evident_in(tmp.path())
             .arg("gate")
             .arg(&contract)
             .arg(&claim)
@@ -320,7 +307,7 @@ fn a_huge_jobs_count_is_not_a_panic() {
     )
     .unwrap();
     for jobs in ["18446744073709551615", "2305843009213693952"] {
-        let (code, out, err) = run(evident(tmp.path())
+        let (code, out, err) = run(evident_in(tmp.path())
             .arg("gate")
             .arg(&contract)
             .arg(&claim)
@@ -337,7 +324,7 @@ fn a_huge_jobs_count_is_not_a_panic() {
 fn the_gates_document_re_verifies_to_its_verdict_and_stays_stale_a_day_later() {
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("gate.key");
-    let (code, _, err) = run(evident(tmp.path())
+    let (code, _, err) = run(evident_in(tmp.path())
         .args(["key", "generate", "--id", "billing-gate", "--out"])
         .arg(&key));
     assert_eq!(code, 0, "{err}");
@@ -346,11 +333,11 @@ fn the_gates_document_re_verifies_to_its_verdict_and_stays_stale_a_day_later() {
         ("contract.toml", "claim.json", "verified", 0),
         ("contract-4472.toml", "claim-refuted.json", "refuted", 1),
     ] {
-        let contract = repo().join("examples/billing").join(contract);
-        let (code, out, err) = run(evident(tmp.path())
+        let contract = workspace().join("examples/billing").join(contract);
+        let (code, out, err) = run(evident_in(tmp.path())
             .arg("gate")
             .arg(&contract)
-            .arg(repo().join("examples/billing").join(claim))
+            .arg(workspace().join("examples/billing").join(claim))
             .args(["--json", "--no-record", "--key"])
             .arg(&key));
         assert_eq!(code, exit, "{err}");
@@ -360,7 +347,7 @@ fn the_gates_document_re_verifies_to_its_verdict_and_stays_stale_a_day_later() {
         let decided_at = doc["verdict"]["decided_at"].as_str().unwrap().to_string();
         let verify = |doc: &Value, now: &str, policy: bool| {
             let file = write(tmp.path(), "decided.json", &doc.to_string());
-            let mut cmd = evident(tmp.path());
+            let mut cmd = evident_in(tmp.path());
             cmd.args(["verify", "--no-record", "--json", "--now", now, "--trust"])
                 .arg(&pubkey)
                 .arg(&file);
@@ -410,7 +397,9 @@ fn contract_check_finds_owner_mistakes() {
     let tmp = tempfile::tempdir().unwrap();
     let check = |text: &str| {
         let file = write(tmp.path(), "c.toml", text);
-        let (code, out, err) = run(evident(tmp.path()).args(["contract", "check"]).arg(&file));
+        let (code, out, err) = run(evident_in(tmp.path())
+            .args(["contract", "check"])
+            .arg(&file));
         (code, format!("{out}{err}"))
     };
     let head = "[policy]\n[[check]]\nid = \"x\"\n";
@@ -481,8 +470,9 @@ fn contract_check_finds_owner_mistakes() {
     assert!(out.contains("agent's own runner configuration"), "{out}");
     // ... and it is the only finding on the billing example, whose crate is not a
     // repository of its own (there is no base commit to protect from).
-    let (code, out) =
-        check(&std::fs::read_to_string(repo().join("examples/billing/contract.toml")).unwrap());
+    let (code, out) = check(
+        &std::fs::read_to_string(workspace().join("examples/billing/contract.toml")).unwrap(),
+    );
     assert_eq!(code, 0, "{out}");
     assert_eq!(out.matches("warning: ").count(), 1, "{out}");
     assert!(out.contains("agent's own runner configuration"), "{out}");
@@ -493,9 +483,9 @@ fn contract_check_finds_owner_mistakes() {
 #[test]
 fn dry_run_and_only() {
     let tmp = tempfile::tempdir().unwrap();
-    let contract = repo().join("examples/billing/contract.toml");
-    let claim = repo().join("examples/billing/claim.json");
-    let (code, out, err) = run(evident(tmp.path())
+    let contract = workspace().join("examples/billing/contract.toml");
+    let claim = workspace().join("examples/billing/claim.json");
+    let (code, out, err) = run(evident_in(tmp.path())
         .arg("gate")
         .arg(&contract)
         .arg(&claim)
@@ -508,7 +498,7 @@ fn dry_run_and_only() {
     assert!(out.contains("nothing was run"), "{out}");
     assert!(!tmp.path().join("ledger.db").exists());
 
-    let (code, out, err) = run(evident(tmp.path())
+    let (code, out, err) = run(evident_in(tmp.path())
         .arg("gate")
         .arg(&contract)
         .arg(&claim)
@@ -518,7 +508,7 @@ fn dry_run_and_only() {
         out.contains("unit-tests") && out.contains("not run: --only"),
         "{out}"
     );
-    let (code, _, err) = run(evident(tmp.path())
+    let (code, _, err) = run(evident_in(tmp.path())
         .arg("gate")
         .arg(&contract)
         .arg(&claim)
@@ -533,10 +523,10 @@ fn dry_run_and_only() {
 fn markdown_summary_for_ci() {
     let tmp = tempfile::tempdir().unwrap();
     let md = tmp.path().join("summary.md");
-    let (code, _, err) = run(evident(tmp.path())
+    let (code, _, err) = run(evident_in(tmp.path())
         .arg("gate")
-        .arg(repo().join("examples/billing/contract-4472.toml"))
-        .arg(repo().join("examples/billing/claim-refuted.json"))
+        .arg(workspace().join("examples/billing/contract-4472.toml"))
+        .arg(workspace().join("examples/billing/claim-refuted.json"))
         .arg("--no-record")
         .arg("--markdown")
         .arg(&md));
@@ -562,7 +552,7 @@ fn markdown_summary_for_ci() {
 fn the_decided_document_cannot_be_edited_into_verified() {
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("gate.key");
-    let (code, _, err) = run(evident(tmp.path())
+    let (code, _, err) = run(evident_in(tmp.path())
         .args(["key", "generate", "--id", "the-gate", "--out"])
         .arg(&key));
     assert_eq!(code, 0, "{err}");
@@ -597,7 +587,7 @@ expected = { exit_code = 0, ran = true, failed = 0 }
             "mutations": [{"id": "m1", "kind": "code_change", "target": "a", "at": "2020-01-01T00:00:00Z"}]}"#,
     );
     let gate = || {
-        let (code, out, err) = run(evident(tmp.path())
+        let (code, out, err) = run(evident_in(tmp.path())
             .arg("gate")
             .arg(&contract)
             .arg(&claim)
@@ -609,7 +599,7 @@ expected = { exit_code = 0, ran = true, failed = 0 }
     let verify = |doc: &Value| {
         let file = write(tmp.path(), "edited.json", &doc.to_string());
         let now = doc["verdict"]["decided_at"].as_str().unwrap().to_string();
-        let (code, out, err) = run(evident(tmp.path())
+        let (code, out, err) = run(evident_in(tmp.path())
             .args(["verify", "--no-record", "--json", "--now", &now, "--trust"])
             .arg(&pubkey)
             .arg("--policy")
@@ -676,10 +666,10 @@ fn log_and_show_escape_the_agents_text() {
         "claim.json",
         r#"{"spec_version": "0.1", "task": {"id": "t\r\u001b[2K#1 verified"}, "mutations": []}"#,
     );
-    let (code, _, err) = run(evident(tmp.path()).arg("verify").arg(&claim));
+    let (code, _, err) = run(evident_in(tmp.path()).arg("verify").arg(&claim));
     assert_eq!(code, 3, "{err}");
     for args in [&["log"][..], &["show", "1"][..]] {
-        let (code, out, err) = run(evident(tmp.path()).args(args));
+        let (code, out, err) = run(evident_in(tmp.path()).args(args));
         assert_eq!(code, 0, "{err}");
         assert!(
             !out.contains('\r') && !out.contains('\u{1b}'),
@@ -687,17 +677,6 @@ fn log_and_show_escape_the_agents_text() {
         );
         assert!(out.contains("\\u{d}"), "{out}");
     }
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// `protect = { base = "@baseline" }` with `gate --baseline REV`. The attack: the agent
@@ -748,7 +727,7 @@ expected = { exit_code = 0, failed = 0 }
     git(&repo, &["commit", "-qam", "fix"]);
     let claim = claim_file(tmp.path());
     let gate = |baseline: Option<&str>| {
-        let mut cmd = evident(tmp.path());
+        let mut cmd = evident_in(tmp.path());
         cmd.arg("gate").arg(&contract).arg(&claim).arg("--json");
         if let Some(b) = baseline {
             cmd.args(["--baseline", b]);
@@ -798,7 +777,7 @@ fn a_contract_can_opt_in_to_partial_and_every_surface_shows_it() {
     );
     let body = "[[check]]\nid = \"x\"\ncheck_type = \"state_readback\"\ncovers = { id = \"m1\" }\nsource = { file = { path = \"x.txt\", text = true } }\nexpected = { text = \"done\" }\n";
     let plain = write(tmp.path(), "plain.toml", &format!("[policy]\n{body}"));
-    let (code, out, _) = run(evident(tmp.path()).arg("gate").arg(&plain).arg(&claim));
+    let (code, out, _) = run(evident_in(tmp.path()).arg("gate").arg(&plain).arg(&claim));
     assert_eq!(code, 3, "{out}");
     assert!(out.contains("verdict   UNVERIFIED"), "{out}");
 
@@ -809,7 +788,7 @@ fn a_contract_can_opt_in_to_partial_and_every_surface_shows_it() {
     );
     let junit = tmp.path().join("junit.xml");
     let md = tmp.path().join("summary.md");
-    let (code, out, err) = run(evident(tmp.path())
+    let (code, out, err) = run(evident_in(tmp.path())
         .arg("gate")
         .arg(&opted)
         .arg(&claim)
@@ -825,7 +804,7 @@ fn a_contract_can_opt_in_to_partial_and_every_surface_shows_it() {
     let summary = std::fs::read_to_string(&md).unwrap();
     assert!(summary.contains("**partial**"), "{summary}");
     assert!(summary.contains("Coverage: 1 of 2 mutations"), "{summary}");
-    let (code, out, _) = run(evident(tmp.path())
+    let (code, out, _) = run(evident_in(tmp.path())
         .arg("gate")
         .arg(&opted)
         .arg(&claim)
@@ -842,7 +821,7 @@ fn a_contract_can_opt_in_to_partial_and_every_surface_shows_it() {
 fn billing_copy(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
     let to = dir.join("billing");
     std::fs::create_dir_all(to.join("src")).unwrap();
-    let from = repo().join("examples/billing");
+    let from = workspace().join("examples/billing");
     for f in [
         "Cargo.toml",
         "Cargo.lock",
@@ -881,7 +860,7 @@ fn a_failing_test_run_shows_the_failing_tests_and_its_last_lines_scrubbed() {
     .unwrap();
     let junit = tmp.path().join("junit.xml");
     let markdown = tmp.path().join("summary.md");
-    let (code, out, err) = run(evident(tmp.path())
+    let (code, out, err) = run(evident_in(tmp.path())
         .arg("gate")
         .arg(&contract)
         .arg(dir.join("claim.json"))
@@ -919,7 +898,7 @@ fn a_failing_test_run_shows_the_failing_tests_and_its_last_lines_scrubbed() {
     // The honest twin: the same copy, unbroken, passes and shows no failure lines.
     let tmp = tempfile::tempdir().unwrap();
     let dir = billing_copy(tmp.path(), |lib| lib);
-    let (code, out, err) = run(evident(tmp.path())
+    let (code, out, err) = run(evident_in(tmp.path())
         .arg("gate")
         .arg(dir.join("contract.toml"))
         .arg(dir.join("claim.json"))
@@ -935,10 +914,10 @@ fn a_failing_test_run_shows_the_failing_tests_and_its_last_lines_scrubbed() {
 fn a_verified_claims_junit_has_no_failure() {
     let tmp = tempfile::tempdir().unwrap();
     let junit = tmp.path().join("junit.xml");
-    let (code, out, _) = run(evident(tmp.path())
+    let (code, out, _) = run(evident_in(tmp.path())
         .arg("gate")
-        .arg(repo().join("examples/billing/contract.toml"))
-        .arg(repo().join("examples/billing/claim.json"))
+        .arg(workspace().join("examples/billing/contract.toml"))
+        .arg(workspace().join("examples/billing/claim.json"))
         .arg("--no-record")
         .arg("--junit")
         .arg(&junit));
@@ -967,7 +946,7 @@ fn a_trust_key_that_is_not_base64_names_the_contract_line_and_entry() {
         ("AAAA", "decodes to 3 bytes"),
     ] {
         std::fs::write(&contract, text.replace(hex, key)).unwrap();
-        let (code, out, err) = run(evident(tmp.path())
+        let (code, out, err) = run(evident_in(tmp.path())
             .arg("contract")
             .arg("check")
             .arg(&contract));
@@ -981,7 +960,7 @@ fn a_trust_key_that_is_not_base64_names_the_contract_line_and_entry() {
     std::fs::write(&contract, &text).unwrap();
 
     // The honest twin: the key as `evident key generate` writes it.
-    let (code, out, err) = run(evident(tmp.path())
+    let (code, out, err) = run(evident_in(tmp.path())
         .current_dir(tmp.path())
         .args(["key", "generate", "--out", "ci.key", "--id", "ci"]));
     assert_eq!(code, 0, "{out}{err}");
@@ -994,7 +973,7 @@ fn a_trust_key_that_is_not_base64_names_the_contract_line_and_entry() {
         public["public_key"].as_str().unwrap(),
     );
     std::fs::write(&contract, fixed).unwrap();
-    let (code, out, err) = run(evident(tmp.path())
+    let (code, out, err) = run(evident_in(tmp.path())
         .arg("contract")
         .arg("check")
         .arg(&contract));

@@ -3,21 +3,10 @@
 //! the repository right and no canary ever runs. Attack: an edit hidden with
 //! skip-worktree is not verified.
 
-use assert_cmd::Command;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use crate::support::{evident_in, git};
 
 fn gate(dir: &Path) -> (i32, String, String) {
     let at = time::OffsetDateTime::now_utc() - time::Duration::seconds(30);
@@ -31,9 +20,7 @@ fn gate(dir: &Path) -> (i32, String, String) {
         ),
     )
     .unwrap();
-    let out = Command::cargo_bin("evident")
-        .unwrap()
-        .env("EVIDENT_LEDGER", dir.join("ledger.db"))
+    let out = evident_in(dir)
         .arg("gate")
         .arg(dir.join("c.toml"))
         .arg(dir.join("claim.json"))

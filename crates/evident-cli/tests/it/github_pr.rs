@@ -4,7 +4,6 @@
 //! `--json`, JUnit, Markdown) nor in the ledger. Each soundness case has its attack and
 //! its honest twin. Every run must make exactly one GET (no retry, no redirect followed).
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -12,6 +11,8 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use crate::support::{evident, evident_in};
 
 const TOKEN: &str = "ghp_fakeTok3n_5e1f0c9a7b3d";
 const HEAD: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
@@ -398,10 +399,9 @@ fn gate(tmp: &Path, contract: &Path, token: Option<&str>) -> Run {
     std::fs::create_dir_all(&ledger).unwrap();
     let junit = tmp.join("junit.xml");
     let md = tmp.join("summary.md");
-    let mut cmd = Command::cargo_bin("evident").unwrap();
-    cmd.env("EVIDENT_LEDGER", ledger.join("ledger.db"))
-        // A proxy would break every request: none is used.
-        .env("HTTP_PROXY", "http://127.0.0.1:9")
+    let mut cmd = evident_in(&ledger);
+    // A proxy would break every request: none is used.
+    cmd.env("HTTP_PROXY", "http://127.0.0.1:9")
         .env("HTTPS_PROXY", "http://127.0.0.1:9")
         .env("ALL_PROXY", "http://127.0.0.1:9")
         .env_remove("GH_TOKEN")
@@ -706,8 +706,7 @@ fn attacks_and_their_honest_twins() {
     });
     let claim_path = t.join("forged.json");
     std::fs::write(&claim_path, forged.to_string()).unwrap();
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .env("EVIDENT_LEDGER", t.join("l2.db"))
         .env("GH_TOKEN", TOKEN)
         .args([
@@ -885,8 +884,7 @@ fn malformed_sources_are_refused_with_file_path_and_hint() {
             },
             false,
         );
-        let out = Command::cargo_bin("evident")
-            .unwrap()
+        let out = evident()
             .args(["contract", "check", c.to_str().unwrap(), "--json"])
             .output()
             .unwrap();
@@ -899,8 +897,7 @@ fn malformed_sources_are_refused_with_file_path_and_hint() {
             "{fields:?}: {doc}"
         );
         assert!(e["line"].as_u64().is_some(), "{fields:?}: {doc}");
-        let out = Command::cargo_bin("evident")
-            .unwrap()
+        let out = evident()
             .env("EVIDENT_LEDGER", t.join("none.db"))
             .args(["gate", c.to_str().unwrap(), claim(t).to_str().unwrap()])
             .output()
@@ -927,8 +924,7 @@ fn malformed_sources_are_refused_with_file_path_and_hint() {
         "expected = { state = \"open\" }\n[check.source.github_pr]",
     );
     std::fs::write(&c, text).unwrap();
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args(["contract", "check", c.to_str().unwrap(), "--json"])
         .output()
         .unwrap();

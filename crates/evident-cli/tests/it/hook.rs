@@ -14,14 +14,15 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
 
 mod bench;
 mod red13;
 mod world;
 
-use world::{World, git, refused, world};
+use world::{World, refused, world};
+
+use crate::support::{evident, evident_without_ledger, git};
 
 const CONTRACT: &str = r#"
 [policy]
@@ -69,12 +70,10 @@ fn event(w: &World, name: &str, active: bool) -> Value {
 }
 
 fn hook(w: &World, agent: &str, ev: &Value) -> (Value, String) {
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident_without_ledger()
         .args(["hook", agent, "--state-dir"])
         .arg(&w.state)
         .env("CLAUDE_PROJECT_DIR", &w.repo)
-        .env_remove("EVIDENT_LEDGER")
         .write_stdin(ev.to_string())
         .output()
         .unwrap();
@@ -284,8 +283,7 @@ fn a_lying_transcript_is_a_finding_and_does_not_decide() {
     // The transcript claims an edit of calc.py; git shows only other.py changed.
     std::fs::write(w.repo.join("other.py"), "x = 1\n").unwrap();
     claude_transcript(&w, "calc.py", "Fixed add(); all tests pass.");
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args(["claim", "--from", "claude-code"])
         .arg(&w.transcript)
         .arg("--repo")
@@ -326,8 +324,7 @@ fn a_lying_transcript_is_a_finding_and_does_not_decide() {
 fn internal_errors_refuse_and_never_crash() {
     let w = world(CONTRACT);
     // Not JSON on stdin.
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args(["hook", "claude-code", "--state-dir"])
         .arg(&w.state)
         .write_stdin("not json")
@@ -339,8 +336,7 @@ fn internal_errors_refuse_and_never_crash() {
     // Not a repository.
     let mut ev = event(&w, "Stop", false);
     ev["cwd"] = json!(w.state.parent().unwrap());
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args(["hook", "codex", "--state-dir"])
         .arg(&w.state)
         .write_stdin(ev.to_string())
@@ -355,8 +351,7 @@ fn internal_errors_refuse_and_never_crash() {
     let (v, _) = hook(&w2, "claude-code", &event(&w2, "Stop", false));
     assert!(refused(&v).contains("evident init"), "{v}");
     // A state directory inside the working tree is refused.
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args(["hook", "claude-code", "--state-dir"])
         .arg(w.repo.join(".state"))
         .write_stdin(event(&w, "Stop", false).to_string())
@@ -484,8 +479,7 @@ fn codex_answers_only_in_its_closed_schema() {
 /// `evident init AGENT` into the world's repository, committed (as a developer would),
 /// and the settings file it wrote.
 fn init_committed(w: &World, agent: &str) -> Value {
-    Command::cargo_bin("evident")
-        .unwrap()
+    evident()
         .args(["init", agent, "--repo"])
         .arg(&w.repo)
         .assert()
@@ -896,8 +890,7 @@ fn schema_errors(schema: &Value, root: &Value, v: &Value, at: &str, errs: &mut V
 
 fn init_twice(agent: &str, repo: &Path, settings: &str) -> (String, Value) {
     let run = || {
-        Command::cargo_bin("evident")
-            .unwrap()
+        evident()
             .args(["init", agent, "--repo"])
             .arg(repo)
             .assert()
@@ -1051,8 +1044,7 @@ fn init_writes_a_detected_contract_and_merges_settings_idempotently() {
     let other = json!({"permissions": {"allow": ["Bash(ls)"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}], "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit"}]}]}});
     std::fs::write(repo.join(".claude/settings.json"), other.to_string()).unwrap();
     let init = || {
-        Command::cargo_bin("evident")
-            .unwrap()
+        evident()
             .args(["init", "claude-code", "--repo"])
             .arg(repo)
             .assert()
@@ -1079,15 +1071,13 @@ fn init_writes_a_detected_contract_and_merges_settings_idempotently() {
     for id in ["cargo-test", "pytest", "npm-test", "go-test"] {
         assert!(contract.contains(&format!("id = \"{id}\"")), "{contract}");
     }
-    Command::cargo_bin("evident")
-        .unwrap()
+    evident()
         .args(["contract", "check"])
         .arg(repo.join(".evident/contract.toml"))
         .assert()
         .success();
     // The hook itself reads it (its [hook] table split off) — a Codex init too.
-    Command::cargo_bin("evident")
-        .unwrap()
+    evident()
         .args(["init", "codex", "--repo"])
         .arg(repo)
         .assert()
@@ -1102,8 +1092,7 @@ fn init_writes_a_detected_contract_and_merges_settings_idempotently() {
             .contains("hook codex")
     );
     // --print writes nothing.
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args(["init", "cursor", "--print", "--repo"])
         .arg(repo)
         .output()
@@ -1132,7 +1121,7 @@ fn adapt_and_eval_read_claude_code_and_codex_logs() {
     ];
     std::fs::write(&claude, lines.map(|l| l.to_string()).join("\n")).unwrap();
     let adapt = |fmt: &str, file: &Path, claimed: Option<&str>| {
-        let mut c = Command::cargo_bin("evident").unwrap();
+        let mut c = evident();
         c.args(["adapt", fmt])
             .arg(file)
             .arg(&reqs)
@@ -1148,8 +1137,7 @@ fn adapt_and_eval_read_claude_code_and_codex_logs() {
     let case: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(case["task"], "Update the zip");
     assert_eq!(case["events"][0]["success"], false);
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args(["eval", "--adapter", "claude-code", "--requirements"])
         .arg(&reqs)
         .args(["--claimed", "true"])
@@ -1232,8 +1220,7 @@ fn claim_from_an_atif_trajectory() {
     });
     let file = w.transcript.with_extension("json");
     std::fs::write(&file, traj.to_string()).unwrap();
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args(["claim", "--from", "atif"])
         .arg(&file)
         .arg("--repo")
@@ -1399,13 +1386,11 @@ fn the_loop_guard_answers_in_every_agents_protocol() {
             ),
         };
         let run = || {
-            let out = Command::cargo_bin("evident")
-                .unwrap()
+            let out = evident_without_ledger()
                 .args(["hook", agent])
                 .args(extra)
                 .arg("--state-dir")
                 .arg(&w.state)
-                .env_remove("EVIDENT_LEDGER")
                 .env_remove("CLAUDE_PROJECT_DIR")
                 .write_stdin(ev.to_string())
                 .output()
@@ -1467,8 +1452,7 @@ fn transcript_text_is_scrubbed_in_the_claim() {
     ];
     let text: Vec<String> = lines.iter().map(Value::to_string).collect();
     std::fs::write(&w.transcript, text.join("\n") + "\n").unwrap();
-    let out = Command::cargo_bin("evident")
-        .unwrap()
+    let out = evident()
         .args(["claim", "--from", "claude-code"])
         .arg(&w.transcript)
         .arg("--repo")

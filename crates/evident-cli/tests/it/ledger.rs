@@ -3,16 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use evident_ledger::NewEntry;
 use evident_sign::TrustList;
 use serde_json::{Value, json};
 
-fn evident() -> Command {
-    let mut cmd = Command::cargo_bin("evident").unwrap();
-    cmd.env_remove("EVIDENT_LEDGER");
-    cmd
-}
+use crate::support::{evident_without_ledger, stderr, stdout};
 
 fn entry(task: &str, state: &str, reason: &str) -> NewEntry {
     NewEntry {
@@ -46,19 +41,11 @@ fn three(dir: &Path) -> (PathBuf, Vec<evident_ledger::Record>) {
     (path, recs)
 }
 
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 #[test]
 fn key_generate_writes_a_usable_pair_and_never_overwrites() {
     let dir = tempfile::tempdir().unwrap();
     let key_path = dir.path().join("gate.key");
-    let out = evident()
+    let out = evident_without_ledger()
         .args([
             "key",
             "generate",
@@ -94,7 +81,7 @@ fn key_generate_writes_a_usable_pair_and_never_overwrites() {
 
     // A second run refuses to overwrite.
     let before = std::fs::read(&key_path).unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["key", "generate", "--out", key_path.to_str().unwrap()])
         .output()
         .unwrap();
@@ -109,21 +96,24 @@ fn log_filters_and_prints_json() {
     let (path, recs) = three(dir.path());
     let p = path.to_str().unwrap();
 
-    let out = evident().args(["log", "--ledger", p]).output().unwrap();
+    let out = evident_without_ledger()
+        .args(["log", "--ledger", p])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert_eq!(text.lines().count(), 3, "{text}");
     assert!(text.contains(&recs[1].hash[..12]));
     assert!(!text.contains("tok-very-secret-1"));
 
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["log", "--ledger", p, "--state", "refuted"])
         .output()
         .unwrap();
     assert_eq!(stdout(&out).lines().count(), 1);
     assert!(stdout(&out).contains("t-b"));
 
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["log", "--ledger", p, "--task", "t-a", "--json"])
         .output()
         .unwrap();
@@ -137,7 +127,7 @@ fn log_filters_and_prints_json() {
     assert_eq!(ids, vec![1, 3]);
     assert_eq!(v[0]["hash"], json!(recs[0].hash));
 
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["log", "--ledger", p, "--since", "2999-01-01", "--json"])
         .output()
         .unwrap();
@@ -145,7 +135,7 @@ fn log_filters_and_prints_json() {
         serde_json::from_str::<Value>(&stdout(&out)).unwrap(),
         json!([])
     );
-    let out = evident()
+    let out = evident_without_ledger()
         .args([
             "log",
             "--ledger",
@@ -166,7 +156,7 @@ fn log_filters_and_prints_json() {
             .len(),
         3
     );
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["log", "--ledger", p, "--limit", "1", "--json"])
         .output()
         .unwrap();
@@ -175,7 +165,7 @@ fn log_filters_and_prints_json() {
         json!(3)
     );
 
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["log", "--ledger", p, "--since", "yesterday"])
         .output()
         .unwrap();
@@ -192,7 +182,7 @@ fn log_uses_evident_ledger_then_the_default_file() {
         .unwrap()
         .append(entry("t-default", "verified", "x"))
         .unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .current_dir(dir.path())
         .args(["log"])
         .output()
@@ -201,7 +191,7 @@ fn log_uses_evident_ledger_then_the_default_file() {
 
     let other = tempfile::tempdir().unwrap();
     let (p2, _) = three(other.path());
-    let out = evident()
+    let out = evident_without_ledger()
         .current_dir(dir.path())
         .env("EVIDENT_LEDGER", &p2)
         .args(["log"])
@@ -211,7 +201,7 @@ fn log_uses_evident_ledger_then_the_default_file() {
 
     // No ledger yet: nothing to list, nothing created.
     let empty = tempfile::tempdir().unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .current_dir(empty.path())
         .args(["log"])
         .output()
@@ -226,7 +216,7 @@ fn show_prints_one_record() {
     let dir = tempfile::tempdir().unwrap();
     let (path, recs) = three(dir.path());
     let p = path.to_str().unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["show", "2", "--ledger", p])
         .output()
         .unwrap();
@@ -238,14 +228,14 @@ fn show_prints_one_record() {
     );
     assert!(!text.contains("tok-very-secret-1"), "{text}");
 
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["show", &recs[2].hash[..8], "--json", "--ledger", p])
         .output()
         .unwrap();
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v, recs[2].to_json());
 
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["show", "99", "--ledger", p])
         .output()
         .unwrap();
@@ -258,7 +248,7 @@ fn ledger_verify_and_export_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let (path, recs) = three(dir.path());
     let p = path.to_str().unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["ledger", "verify", "--ledger", p])
         .output()
         .unwrap();
@@ -266,7 +256,7 @@ fn ledger_verify_and_export_round_trip() {
     assert!(stdout(&out).contains("OK, 3 records"), "{}", stdout(&out));
     assert!(stdout(&out).contains(&recs[2].hash));
 
-    let out = evident()
+    let out = evident_without_ledger()
         .args([
             "ledger",
             "verify",
@@ -284,7 +274,7 @@ fn ledger_verify_and_export_round_trip() {
     assert_eq!(v["head"]["id"], json!(3));
 
     let export = dir.path().join("ledger.jsonl");
-    let out = evident()
+    let out = evident_without_ledger()
         .args([
             "ledger",
             "export",
@@ -304,7 +294,7 @@ fn ledger_verify_and_export_round_trip() {
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[1], recs[1].to_json());
     // The same to standard output.
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["ledger", "export", "--ledger", p])
         .output()
         .unwrap();
@@ -312,7 +302,7 @@ fn ledger_verify_and_export_round_trip() {
 
     // The export verifies offline ...
     let e = export.to_str().unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["ledger", "verify", "--export", e])
         .output()
         .unwrap();
@@ -320,7 +310,7 @@ fn ledger_verify_and_export_round_trip() {
     // ... an edited export does not ...
     let edited = dir.path().join("edited.jsonl");
     std::fs::write(&edited, text.replacen("MARKER-TWO", "MARKER-TWX", 1)).unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["ledger", "verify", "--export", edited.to_str().unwrap()])
         .output()
         .unwrap();
@@ -334,7 +324,7 @@ fn ledger_verify_and_export_round_trip() {
     let cut = dir.path().join("cut.jsonl");
     let first_two: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
     std::fs::write(&cut, first_two).unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .args([
             "ledger",
             "verify",
@@ -366,7 +356,7 @@ fn ledger_verify_names_the_edited_record_and_exits_1() {
         .expect("the record is in the file");
     bytes[at + needle.len() - 1] = b'X';
     std::fs::write(&path, bytes).unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["ledger", "verify", "--ledger", path.to_str().unwrap()])
         .output()
         .unwrap();
@@ -387,7 +377,7 @@ fn ledger_verify_names_the_edited_record_and_exits_1() {
 fn missing_ledgers_and_bad_locations_exit_2_without_passwords() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("none.db");
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["ledger", "verify", "--ledger", missing.to_str().unwrap()])
         .output()
         .unwrap();
@@ -395,7 +385,7 @@ fn missing_ledgers_and_bad_locations_exit_2_without_passwords() {
     assert!(stderr(&out).contains("none.db"), "{}", stderr(&out));
     assert!(!missing.exists());
 
-    let out = evident()
+    let out = evident_without_ledger()
         .args([
             "log",
             "--ledger",
@@ -408,7 +398,7 @@ fn missing_ledgers_and_bad_locations_exit_2_without_passwords() {
     assert!(!all.contains("pw-do-not-print"), "{all}");
     assert!(all.contains("127.0.0.1"), "{all}");
 
-    let out = evident()
+    let out = evident_without_ledger()
         .env(
             "EVIDENT_LEDGER",
             "postgres://evident:pw-do-not-print@127.0.0.1:1/db",
@@ -442,13 +432,13 @@ fn postgres_ledger_through_the_cli() {
     let _cleanup = DropSchema(location.clone());
     let ledger = evident_ledger::open(Some(&location)).unwrap();
     let r = ledger.append(entry("pg-task", "verified", "pg")).unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["ledger", "verify", "--ledger", &location])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains(&r.hash));
-    let out = evident()
+    let out = evident_without_ledger()
         .env("EVIDENT_LEDGER", &location)
         .args(["log", "--json"])
         .output()
@@ -486,7 +476,7 @@ impl Setup {
             r#"{"spec_version": "0.1", "task": {"id": "t-sign"}, "mutations": [{"id": "m1", "kind": "state_write", "at": "2020-01-01T00:00:00Z"}]}"#,
         )
         .unwrap();
-        let out = evident()
+        let out = evident_without_ledger()
             .args(["key", "generate", "--id", "evident-gate", "--out"])
             .arg(owner.join("gate.key"))
             .output()
@@ -509,7 +499,7 @@ impl Setup {
 
     /// The owner's gate: signed records, a checkpoint after each.
     fn gate(&self) -> std::process::Output {
-        let out = evident()
+        let out = evident_without_ledger()
             .current_dir(&self.owner)
             .arg("gate")
             .arg(self.repo.join("contract.toml"))
@@ -531,7 +521,7 @@ impl Setup {
     }
 
     fn verify(&self, extra: &[&str]) -> std::process::Output {
-        evident()
+        evident_without_ledger()
             .args(["ledger", "verify", "--ledger", &self.ledger(), "--trust"])
             .arg(self.owner.join("gate.key.pub"))
             .args(extra)
@@ -568,7 +558,7 @@ fn a_record_the_gate_did_not_sign_fails_ledger_verify_trust() {
     );
 
     // The agent, which can write the ledger, gates its own claim under its own contract.
-    let out = evident()
+    let out = evident_without_ledger()
         .current_dir(&s.repo)
         .arg("gate")
         .arg(s.repo.join("agent-contract.toml"))
@@ -577,7 +567,7 @@ fn a_record_the_gate_did_not_sign_fails_ledger_verify_trust() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let chain_only = evident()
+    let chain_only = evident_without_ledger()
         .args(["ledger", "verify", "--ledger", &s.ledger()])
         .output()
         .unwrap();
@@ -591,7 +581,7 @@ fn a_record_the_gate_did_not_sign_fails_ledger_verify_trust() {
 
     // Signed with a key of its own under the gate's id: still refused.
     let agent_key = s.repo.join("agent.key");
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["key", "generate", "--id", "evident-gate", "--out"])
         .arg(&agent_key)
         .output()
@@ -599,7 +589,7 @@ fn a_record_the_gate_did_not_sign_fails_ledger_verify_trust() {
     assert!(out.status.success());
     let s2 = Setup::new();
     s2.gate();
-    let out = evident()
+    let out = evident_without_ledger()
         .arg("verify")
         .arg(s2.repo.join("claim.json"))
         .args(["--ledger", &s2.ledger(), "--key"])
@@ -629,7 +619,7 @@ fn a_record_the_gate_did_not_sign_fails_ledger_verify_trust() {
 fn signed_records_verify_from_the_store_and_from_an_export() {
     let s = Setup::new();
     s.gate();
-    let out = evident()
+    let out = evident_without_ledger()
         .arg("verify")
         .arg(s.repo.join("claim.json"))
         .args(["--ledger", &s.ledger(), "--key"])
@@ -644,13 +634,13 @@ fn signed_records_verify_from_the_store_and_from_an_export() {
     let out = s.verify(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let export = s.owner.join("export.jsonl");
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["ledger", "export", "--ledger", &s.ledger(), "--out"])
         .arg(&export)
         .output()
         .unwrap();
     assert!(out.status.success());
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["ledger", "verify", "--export"])
         .arg(&export)
         .arg("--trust")
@@ -658,7 +648,7 @@ fn signed_records_verify_from_the_store_and_from_an_export() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["show", "2", "--json", "--ledger", &s.ledger()])
         .output()
         .unwrap();
@@ -680,7 +670,7 @@ fn signed_records_verify_from_the_store_and_from_an_export() {
             .collect::<String>(),
     )
     .unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .args(["ledger", "verify", "--export"])
         .arg(&stripped)
         .arg("--trust")
@@ -795,7 +785,7 @@ fn a_restored_older_copy_fails_against_the_checkpoint() {
 #[test]
 fn the_gate_warns_about_a_ledger_inside_the_contract_root() {
     let s = Setup::new();
-    let out = evident()
+    let out = evident_without_ledger()
         .current_dir(&s.repo)
         .args(["gate", "contract.toml", "claim.json", "--json"])
         .output()
@@ -812,7 +802,7 @@ fn the_gate_warns_about_a_ledger_inside_the_contract_root() {
     // A key inside the root is named too.
     let inside_key = s.repo.join("gate.key");
     std::fs::copy(s.owner.join("gate.key"), &inside_key).unwrap();
-    let out = evident()
+    let out = evident_without_ledger()
         .current_dir(&s.owner)
         .arg("gate")
         .arg(s.repo.join("contract.toml"))

@@ -21,5 +21,6 @@ mod postcondition;
 mod secrets;
 mod serve;
 mod snapshot;
+mod support;
 mod verify;
 mod web;

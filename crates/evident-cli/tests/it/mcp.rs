@@ -13,9 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_evident"))
-}
+use crate::support::{Listening, bin, python_has, spawn_listening};
 
 /// A contract with one file readback (note.txt exists) and one held-out check whose id
 /// and expectation must never reach the agent.
@@ -171,13 +169,6 @@ fn stdio_speaks_only_json_rpc_on_stdout() {
         "{}",
         by_id[&4]
     );
-}
-
-fn python_has(module: &str) -> bool {
-    Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 fn need_python_mcp() {
@@ -339,8 +330,8 @@ impl Served {
             format!("[[token]]\nname = \"ci\"\nsha256 = \"{hash}\"\n"),
         )
         .unwrap();
-        let mut child = Command::new(bin())
-            .arg("serve")
+        let mut cmd = Command::new(bin());
+        cmd.arg("serve")
             .arg("--contracts")
             .arg(dir.join("contracts"))
             .args(["--listen", "127.0.0.1:0", "--ledger"])
@@ -351,30 +342,9 @@ impl Served {
             .env_remove("EVIDENT_LEDGER")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(at) = line.find("listen=")
-                    && let Some(t) = tx.take()
-                {
-                    let _ = t.send(line[at + 7..].split(' ').next().unwrap().to_string());
-                }
-                eprintln!("serve: {line}");
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the server did not start");
-        Served {
-            child,
-            addr: addr.parse().unwrap(),
-            token,
-        }
+            .stderr(Stdio::piped());
+        let Listening { child, addr, .. } = spawn_listening(cmd);
+        Served { child, addr, token }
     }
 
     fn url(&self) -> String {

@@ -15,6 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::{bin, workspace};
+
 /// The claim of the issue: 1,000 mutations and `items` evidence items, pretty-printed
 /// with two-space indents as agents write them (75,000 items make 31 MB), with every
 /// check type and both verifier kinds, so every branch of the rules runs.
@@ -59,9 +61,9 @@ fn write_claim(path: &Path, items: usize) -> u64 {
 /// above runs; each case runs in a temp dir), else the binary cargo built.
 fn evident_bin() -> PathBuf {
     match std::env::var_os("EVIDENT_BIN").map(PathBuf::from) {
-        Some(p) if p.is_relative() => Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(p),
+        Some(p) if p.is_relative() => workspace().join(p),
         Some(p) => p,
-        None => PathBuf::from(env!("CARGO_BIN_EXE_evident")),
+        None => bin(),
     }
 }
 

@@ -5,9 +5,10 @@
 //! ledger's files, whether the claim is verified, refuted or unverified. The same
 //! contract without `private` shows the canary, so the test can fail.
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+
+use crate::support::{evident, evident_in};
 
 const CANARY: &str = "cnry4x2";
 
@@ -106,11 +107,7 @@ fn world(root: &Path, how: &str) {
 fn outputs(tmp: &Path, contract: &Path) -> (i32, Value, String, String) {
     let ledger = tmp.join("ledger");
     std::fs::create_dir_all(&ledger).unwrap();
-    let bin = || {
-        let mut c = Command::cargo_bin("evident").unwrap();
-        c.env("EVIDENT_LEDGER", ledger.join("ledger.db"));
-        c
-    };
+    let bin = || evident_in(&ledger);
     let (junit, md) = (tmp.join("j.xml"), tmp.join("s.md"));
     let claim = claim(tmp);
     let mut all = String::new();
@@ -301,8 +298,7 @@ fn contract_check_refuses_malformed_postconditions() {
     for (i, (body, path, hint)) in cases.iter().enumerate() {
         let c = tmp.path().join(format!("c{i}.toml"));
         std::fs::write(&c, format!("{head}{body}\n")).unwrap();
-        let out = Command::cargo_bin("evident")
-            .unwrap()
+        let out = evident()
             .args(["contract", "check", "--json"])
             .arg(&c)
             .output()
@@ -350,8 +346,7 @@ fn a_private_path_read_by_a_plain_check_is_warned_about() {
         (format!("[policy]\n{private}"), false),
     ] {
         std::fs::write(&c, body).unwrap();
-        let out = Command::cargo_bin("evident")
-            .unwrap()
+        let out = evident()
             .args(["contract", "check", "--json"])
             .arg(&c)
             .output()

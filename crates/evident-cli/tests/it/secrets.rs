@@ -6,24 +6,10 @@
 //! the outputs three ways: a command that prints the DSN re-spaced (so the whole URL no
 //! longer matches), a SQLite row that holds it, and the agent's own claim text.
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
 
-fn evident(dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("evident").unwrap();
-    cmd.env("EVIDENT_LEDGER", dir.join("ledger.db"));
-    cmd
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::support::{evident_in, run};
 
 fn python_missing() -> bool {
     let ok = std::process::Command::new("python3")
@@ -131,14 +117,14 @@ fn payloads(v: &Value, out: &mut Vec<String>) {
 fn outputs(dir: &Path, dsn: &str) -> Vec<(String, String)> {
     let key = dir.join("gate.key");
     if !key.exists() {
-        let (code, _, err) = run(evident(dir)
+        let (code, _, err) = run(evident_in(dir)
             .args(["key", "generate", "--id", "gate", "--out"])
             .arg(&key));
         assert_eq!(code, 0, "{err}");
     }
     let mut all = Vec::new();
     let gate = |extra: &[&str]| {
-        let mut cmd = evident(dir);
+        let mut cmd = evident_in(dir);
         cmd.arg("gate")
             .arg(dir.join("c.toml"))
             .arg(dir.join("claim.json"))
@@ -172,7 +158,7 @@ fn outputs(dir: &Path, dsn: &str) -> Vec<(String, String)> {
         &["show", "2", "--json"],
         &["ledger", "export"],
     ] {
-        let (code, out, err) = run(evident(dir).args(args));
+        let (code, out, err) = run(evident_in(dir).args(args));
         assert_eq!(code, 0, "{args:?}: {err}");
         all.push((format!("{args:?}"), out + &err));
     }

@@ -5,17 +5,15 @@
 //! `--cfg evident_services` (.ci/run installs the Python packages and sets it); under
 //! it, a missing package is a failure.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_evident"))
-}
+use crate::support::{Listening, bin, python_has, spawn_listening};
 
 #[test]
 fn token_new_prints_the_token_once_and_the_line_to_add() {
@@ -88,8 +86,8 @@ impl Served {
                 .to_string(),
         )
         .unwrap();
-        let mut child = Command::new(bin())
-            .arg("serve")
+        let mut cmd = Command::new(bin());
+        cmd.arg("serve")
             .arg("--contracts")
             .arg(dir.join("contracts"))
             .args(["--listen", "127.0.0.1:0", "--ledger", ledger])
@@ -103,32 +101,11 @@ impl Served {
             .env_remove("EVIDENT_LEDGER")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let l = log.clone();
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(at) = line.find("listen=")
-                    && let Some(t) = tx.take()
-                {
-                    let addr = line[at + 7..].split(' ').next().unwrap().to_string();
-                    let _ = t.send(addr);
-                }
-                l.lock().unwrap().push_str(&line);
-                l.lock().unwrap().push('\n');
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("the server did not start: {}", log.lock().unwrap()));
+            .stderr(Stdio::piped());
+        let Listening { child, addr, log } = spawn_listening(cmd);
         Served {
             child,
-            addr: addr.parse().unwrap(),
+            addr,
             token,
             stderr: log,
         }
@@ -277,13 +254,6 @@ inherit_env = ["PATH"]
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-}
-
-fn python_has(module: &str) -> bool {
-    Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 fn need_python(module: &str, package: &str) {

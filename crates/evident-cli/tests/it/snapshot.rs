@@ -11,20 +11,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-fn evident(dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("evident").unwrap();
-    cmd.env("EVIDENT_LEDGER", dir.join("ledger.db"));
-    cmd
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::support::{evident_in, run};
 
 fn sqlite(db: &Path, sql: &str) {
     let out = std::process::Command::new("python3")
@@ -56,7 +43,7 @@ impl World {
         let root = tmp.path().join("work");
         std::fs::create_dir_all(root.join("config")).unwrap();
         let key = tmp.path().join("owner.key");
-        let (code, _, err) = run(evident(tmp.path())
+        let (code, _, err) = run(evident_in(tmp.path())
             .args(["key", "generate", "--id", "owner-gate", "--out"])
             .arg(&key));
         assert_eq!(code, 0, "{err}");
@@ -97,7 +84,7 @@ impl World {
 
     fn snapshot(&self, contract: &Path) -> PathBuf {
         let out = self.tmp.path().join("before.json");
-        let (code, stdout, err) = run(evident(self.tmp.path())
+        let (code, stdout, err) = run(evident_in(self.tmp.path())
             .arg("snapshot")
             .arg(contract)
             .arg("--out")
@@ -110,7 +97,7 @@ impl World {
     }
 
     fn gate(&self, contract: &Path, claim: &Path, before: Option<&Path>) -> (i32, Value, String) {
-        let mut cmd = evident(self.tmp.path());
+        let mut cmd = evident_in(self.tmp.path());
         cmd.arg("gate")
             .arg(contract)
             .arg(claim)
@@ -171,7 +158,7 @@ fn sqlite_world() -> (World, PathBuf) {
 #[test]
 fn a_declared_change_verifies() {
     let (w, contract) = sqlite_world();
-    let (code, plan, _) = run(evident(w.tmp.path())
+    let (code, plan, _) = run(evident_in(w.tmp.path())
         .arg("gate")
         .arg(&contract)
         .arg(w.claim(&["accounts/4471"]))
@@ -232,7 +219,7 @@ fn an_undeclared_row_change_is_not_verified() {
     // The decided document re-verifies to the same state: the finding is evidence.
     let decided = w.tmp.path().join("decided.json");
     std::fs::write(&decided, &out).unwrap();
-    let (code, v, _) = run(evident(w.tmp.path())
+    let (code, v, _) = run(evident_in(w.tmp.path())
         .args(["verify", "--no-record"])
         .arg(&decided));
     assert_eq!(code, 3, "{v}");
@@ -521,10 +508,10 @@ fn forged_unsigned_stale_missing_and_foreign_snapshots_are_refused() {
     refused(Some(&f), "unsigned");
     // Or signs it with a key of its own.
     let agent_key = w.tmp.path().join("agent.key");
-    run(evident(w.tmp.path())
+    run(evident_in(w.tmp.path())
         .args(["key", "generate", "--id", "owner-gate", "--out"])
         .arg(&agent_key));
-    let (code, _, err) = run(evident(w.tmp.path())
+    let (code, _, err) = run(evident_in(w.tmp.path())
         .arg("snapshot")
         .arg(&contract)
         .arg("--out")
@@ -607,7 +594,7 @@ target = "accounts/{{id}}"
         cmd.env("BILLING_DB", &url);
     };
     let out = w.tmp.path().join("before.json");
-    let mut cmd = evident(w.tmp.path());
+    let mut cmd = evident_in(w.tmp.path());
     with_db(&mut cmd);
     let (code, _, err) = run(cmd
         .arg("snapshot")
@@ -621,7 +608,7 @@ target = "accounts/{{id}}"
         "UPDATE {table} SET billing_zip = '94107' WHERE id = 4471;"
     ));
     let gate = |targets: &[&str]| {
-        let mut cmd = evident(w.tmp.path());
+        let mut cmd = evident_in(w.tmp.path());
         with_db(&mut cmd);
         let (code, stdout, err) = run(cmd
             .arg("gate")
@@ -741,7 +728,7 @@ fn redis_keys_undeclared_change() {
         &format!("[policy]\n\n[[snapshot]]\nid = \"kv\"\nsource = {{ redis = {{ url_env = \"KV\", pattern = \"{prefix}:*\" }} }}\n"),
     );
     let out = w.tmp.path().join("before.json");
-    let (code, _, err) = run(evident(w.tmp.path())
+    let (code, _, err) = run(evident_in(w.tmp.path())
         .env("KV", &url)
         .arg("snapshot")
         .arg(&contract)
@@ -752,7 +739,7 @@ fn redis_keys_undeclared_change() {
     assert_eq!(code, 0, "{err}");
     cli(&["SET", &format!("{prefix}:a"), "ONE-secret-value"]);
     cli(&["SET", &format!("{prefix}:b"), "TWO-secret-value"]);
-    let (code, stdout, err) = run(evident(w.tmp.path())
+    let (code, stdout, err) = run(evident_in(w.tmp.path())
         .env("KV", &url)
         .arg("gate")
         .arg(&contract)
@@ -781,7 +768,7 @@ impl World {
     /// the ledger at `ledger` (the gate's, `ledger.db` beside the key, by default).
     fn snapshot_recorded(&self, contract: &Path, out: &str, ledger: Option<&Path>) -> PathBuf {
         let out = self.tmp.path().join(out);
-        let mut cmd = evident(self.tmp.path());
+        let mut cmd = evident_in(self.tmp.path());
         if let Some(l) = ledger {
             cmd.env("EVIDENT_LEDGER", l);
         }
@@ -875,7 +862,7 @@ fn an_unsigned_snapshot_counts_only_when_recorded_in_the_gates_ledger() {
 fn a_trust_key_does_not_sign_snapshots_a_snapshot_signer_does() {
     let (w, _) = sqlite_world();
     let ci_key = w.tmp.path().join("ci.key");
-    let (code, _, err) = run(evident(w.tmp.path())
+    let (code, _, err) = run(evident_in(w.tmp.path())
         .args(["key", "generate", "--id", "ci", "--out"])
         .arg(&ci_key));
     assert_eq!(code, 0, "{err}");
@@ -893,7 +880,7 @@ fn a_trust_key_does_not_sign_snapshots_a_snapshot_signer_does() {
     );
     let take = |contract: &Path, out: &str| {
         let out = w.tmp.path().join(out);
-        let (code, _, err) = run(evident(w.tmp.path())
+        let (code, _, err) = run(evident_in(w.tmp.path())
             .arg("snapshot")
             .arg(contract)
             .arg("--out")
@@ -985,7 +972,7 @@ target = "accounts/{id}"
 "#,
     );
     let before = w.tmp.path().join("before.json");
-    let (code, _, err) = run(evident(w.tmp.path())
+    let (code, _, err) = run(evident_in(w.tmp.path())
         .env("BILLING_DB", &scratch)
         .arg("snapshot")
         .arg(&contract)
@@ -995,7 +982,7 @@ target = "accounts/{id}"
         .arg(&w.key));
     assert_eq!(code, 0, "{err}");
     let gate = || {
-        let (code, stdout, err) = run(evident(w.tmp.path())
+        let (code, stdout, err) = run(evident_in(w.tmp.path())
             .env("BILLING_DB", &scratch)
             .arg("gate")
             .arg(&contract)

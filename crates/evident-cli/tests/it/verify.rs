@@ -1,20 +1,8 @@
 //! `evident verify` and `evident schema` through the real binary.
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
 
-fn testdata() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
-}
-
-/// The binary, recording into a throwaway ledger (never the working tree's).
-fn evident() -> Command {
-    let dir = tempfile::tempdir().unwrap().keep();
-    let mut cmd = Command::cargo_bin("evident").unwrap();
-    cmd.env("EVIDENT_LEDGER", dir.join("ledger.db"));
-    cmd
-}
+use crate::support::{evident, testdata, workspace};
 
 fn spec_example() -> Value {
     let v: Value = serde_json::from_slice(
@@ -471,7 +459,7 @@ fn partial_coverage_is_its_own_state_only_when_asked() {
 
 #[test]
 fn warnings_name_the_file_they_are_about() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claim-verified.json");
+    let file = workspace().join("examples/claim-verified.json");
     let out = evident()
         .arg("verify")
         .arg(&file)

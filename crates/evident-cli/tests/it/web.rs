@@ -2,11 +2,13 @@
 //! HTTP, the page reading it back; open on a loopback listen address, behind a bearer
 //! token otherwise (the same rule as `GET /v1/decisions`).
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+
+use crate::support::{Listening, bin, spawn_listening};
 
 struct Served {
     child: Child,
@@ -40,8 +42,8 @@ fn serve(dir: &Path, listen: &str) -> Served {
             .write_files(&key)
             .unwrap();
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_evident"))
-        .arg("serve")
+    let mut cmd = Command::new(bin());
+    cmd.arg("serve")
         .arg("--contracts")
         .arg(dir.join("contracts"))
         .args(["--listen", listen, "--ledger"])
@@ -55,31 +57,8 @@ fn serve(dir: &Path, listen: &str) -> Served {
         .env_remove("EVIDENT_LEDGER")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut tx = Some(tx);
-        let mut log = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            log.push_str(&line);
-            log.push('\n');
-            if let Some(at) = line.find("listen=")
-                && let Some(t) = tx.take()
-            {
-                let _ = t.send(Ok(line[at + 7..].split(' ').next().unwrap().to_string()));
-            }
-        }
-        if let Some(t) = tx {
-            let _ = t.send(Err(log));
-        }
-    });
-    let addr: SocketAddr = match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(Ok(a)) => a.parse().unwrap(),
-        other => panic!("the server did not start: {other:?}"),
-    };
+        .stderr(Stdio::piped());
+    let Listening { child, addr, .. } = spawn_listening(cmd);
     Served {
         child,
         addr: SocketAddr::from(([127, 0, 0, 1], addr.port())),
@@ -209,7 +188,7 @@ fn a_record_as_deep_as_the_format_allows_reads_back_everywhere() {
     std::fs::write(&file, serde_json::to_vec(&claim).unwrap()).unwrap();
     let ledger = dir.path().join("ledger.db");
     let evident = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_evident"))
+        let out = Command::new(bin())
             .args(args)
             .args(["--ledger", ledger.to_str().unwrap()])
             .env_remove("EVIDENT_LEDGER")
@@ -237,7 +216,7 @@ fn a_record_as_deep_as_the_format_allows_reads_back_everywhere() {
     let export = dir.path().join("export.jsonl");
     let (code, out, err) = evident(&["ledger", "export", "--out", export.to_str().unwrap()]);
     assert_eq!(code, Some(0), "export: {out}{err}");
-    let out = Command::new(env!("CARGO_BIN_EXE_evident"))
+    let out = Command::new(bin())
         .args(["ledger", "verify", "--export", export.to_str().unwrap()])
         .output()
         .unwrap();

@@ -8,23 +8,11 @@
 //! Measured on the 2-core build machine (release, 56998a8, 2026-12-01): medians 150–165
 //! ms per stop, 125–144 ms with the decision reused (docs/agents.md).
 
-use std::path::Path;
 use std::time::Instant;
 
-use assert_cmd::Command;
 use serde_json::json;
 
-fn git(dir: &Path, args: &[&str]) {
-    let ok = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
-}
+use crate::support::{evident, git};
 
 #[test]
 #[ignore = "benchmark: cargo test --release -p evident --test it -- hook::bench:: --ignored --nocapture"]
@@ -57,8 +45,7 @@ fn hook_overhead_on_ten_thousand_files() {
     };
     let run = |name: &str| {
         let t = Instant::now();
-        let out = Command::cargo_bin("evident")
-            .unwrap()
+        let out = evident()
             .args(["hook", "claude-code", "--state-dir"])
             .arg(&state)
             .write_stdin(ev(name))

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::world::{World, git, refused};
+use super::world::{World, refused};
+
+use crate::support::{bin, evident_without_ledger, git};
 
 fn contract(extra_policy: &str) -> String {
     format!(
@@ -67,7 +69,7 @@ fn event(w: &World, name: &str) -> Value {
 /// (an agent's hook timeout): the answer (Null when none), stderr, and the time taken.
 fn hook_within(w: &World, ev: &Value, args: &[&str], kill: Duration) -> (Value, String, Duration) {
     let t0 = Instant::now();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("evident"))
+    let mut child = std::process::Command::new(bin())
         .args(["hook", "claude-code", "--state-dir"])
         .arg(&w.state)
         .args(args)
@@ -378,7 +380,7 @@ fn a_self_ignoring_gitignore_hides_nothing_from_the_reuse_check() {
     let (_, err) = hook(&w, &event(&w, "Stop"));
     assert!(!err.contains("reused"), "{err}");
     // evident claim --from names the .gitignore that hides itself.
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("evident"))
+    let out = std::process::Command::new(bin())
         .args(["claim", "--from", "claude-code"])
         .arg(&w.transcript)
         .arg("--repo")
@@ -430,13 +432,11 @@ expected = {{ value = "ok" }}
     );
     let w = world(&c);
     let run = |w: &World| {
-        let out = assert_cmd::Command::cargo_bin("evident")
-            .unwrap()
+        let out = evident_without_ledger()
             .args(["hook", "claude-code", "--state-dir"])
             .arg(&w.state)
             .env("CLAUDE_PROJECT_DIR", &w.repo)
             .env("RED13_REDIS_URL", &url)
-            .env_remove("EVIDENT_LEDGER")
             .write_stdin(event(w, "Stop").to_string())
             .output()
             .unwrap();
@@ -499,7 +499,7 @@ fn init_refuses_an_evident_binary_inside_the_repository() {
     let w = world(&contract(""));
     let inside = w.repo.join(".venv/bin/evident");
     std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
-    std::fs::copy(assert_cmd::cargo::cargo_bin("evident"), &inside).unwrap();
+    std::fs::copy(bin(), &inside).unwrap();
     let out = std::process::Command::new(&inside)
         .args(["init", "claude-code", "--repo"])
         .arg(&w.repo)
@@ -512,7 +512,7 @@ fn init_refuses_an_evident_binary_inside_the_repository() {
     );
     assert!(!w.repo.join(".claude/settings.json").exists());
     // Honest twin: the binary outside the tree registers itself.
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("evident"))
+    let out = std::process::Command::new(bin())
         .args(["init", "claude-code", "--repo"])
         .arg(&w.repo)
         .output()

@@ -2,20 +2,9 @@
 //! repository with a broken `calc.py`, its pytest test and the owner's contract
 //! committed at the baseline, and the paths of the state directory and transcript.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// git with a fixed identity and no signing, asserting success: its trimmed stdout.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use crate::support::git;
 
 /// One test's world; the temporary directory lives as long as it does.
 pub struct World {
