@@ -17,6 +17,7 @@ mod hook;
 mod ledger;
 mod mcp;
 mod memory;
+mod output;
 mod postcondition;
 mod secrets;
 mod serve;
