@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{evident, testdata, workspace};
+use crate::support::{evident, run, testdata, workspace};
 
 /// The conformance vectors' clock (they all decide at this instant).
 const NOW: &str = "2026-08-27T18:04:10Z";
@@ -166,6 +166,45 @@ fn an_unknown_contract_field_is_named_with_what_is_allowed() {
     stable("error_unknown_contract_field", tmp.path(), &text);
 }
 
+/// An unknown field like no valid one (the valid ones are listed, nothing is guessed),
+/// a misspelt table at the top (`[[checks]]`), the same slip in `verify --policy`, and
+/// the honest twin: the contract spelt right has no problem and no hint.
+#[test]
+fn unknown_fields_are_guessed_only_when_close() {
+    let tmp = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(tmp.path().join(name), text).unwrap();
+    write("far.toml", "[policy]\nid = \"billing\"\ncolour = \"red\"\n");
+    write(
+        "checks.toml",
+        "[policy]\nrequires = [\"state_readback\"]\n\n[[checks]]\nid = \"c\"\n",
+    );
+    write(
+        "policy.toml",
+        "requires = [\"state_readback\"]\nmax_age = 300\n",
+    );
+    write("right.toml", "[policy]\nid = \"billing\"\nrequires = []\n");
+    let mut text = String::new();
+    for file in ["far.toml", "checks.toml", "right.toml"] {
+        text += &transcript(
+            &format!("evident contract check {file}"),
+            evident()
+                .current_dir(tmp.path())
+                .args(["contract", "check", file]),
+        );
+    }
+    text += &transcript(
+        &format!(
+            "evident verify [WORKSPACE]/examples/claim-verified.json --policy policy.toml --now {NOW}"
+        ),
+        evident()
+            .current_dir(tmp.path())
+            .arg("verify")
+            .arg(workspace().join("examples/claim-verified.json"))
+            .args(["--policy", "policy.toml", "--now", NOW]),
+    );
+    stable("error_unknown_fields_guessed_when_close", tmp.path(), &text);
+}
+
 #[test]
 fn gate_with_claim_and_contract_swapped() {
     let tmp = tempfile::tempdir().unwrap();
@@ -180,7 +219,8 @@ fn gate_with_claim_and_contract_swapped() {
     stable("error_gate_arguments_swapped", tmp.path(), &text);
 }
 
-/// The shipped example decided now, not at the instant it was written for: stale.
+/// The shipped example decided now, not at the instant it was written for: stale,
+/// with a hint naming the `--now` it was written for.
 #[test]
 fn the_example_without_now_is_stale() {
     let tmp = tempfile::tempdir().unwrap();
@@ -191,6 +231,105 @@ fn the_example_without_now_is_stale() {
             .args(["verify", "examples/claim-verified.json"]),
     );
     stable("error_example_stale_without_now", tmp.path(), &text);
+}
+
+/// The honest twins of the stale hint: the example decided at the `--now` the hint
+/// names is verified with no hint, and evidence gone stale minutes ago (not days) gets
+/// no hint either: it was observed for this decision and is simply too old.
+#[test]
+fn no_now_hint_when_now_is_given_or_the_evidence_is_recent() {
+    let (code, _, err) = run(evident().current_dir(workspace()).args([
+        "verify",
+        "examples/claim-verified.json",
+        "--now",
+        "2026-08-27T18:04:10Z",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("hint:"), "{err}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let rfc3339 = |ago_s: i64| {
+        (time::OffsetDateTime::now_utc() - time::Duration::seconds(ago_s))
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap()
+    };
+    let mut claim: Value = serde_json::from_slice(
+        &std::fs::read(workspace().join("examples/claim-verified.json")).unwrap(),
+    )
+    .unwrap();
+    claim["mutations"][0]["at"] = rfc3339(500).into();
+    claim["evidence"][0]["at"] = rfc3339(400).into();
+    std::fs::write(tmp.path().join("claim.json"), claim.to_string()).unwrap();
+    let (code, out, err) = run(evident()
+        .current_dir(tmp.path())
+        .args(["verify", "claim.json"]));
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("stale"), "{out}");
+    assert!(!err.contains("hint:"), "{err}");
+}
+
+/// A contract where `verify` expects a claim: the error says which is which.
+#[test]
+fn verify_given_a_contract() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = transcript(
+        "evident verify examples/billing/contract.toml",
+        evident()
+            .current_dir(workspace())
+            .args(["verify", "examples/billing/contract.toml"]),
+    );
+    stable("error_verify_given_a_contract", tmp.path(), &text);
+}
+
+/// The other commands that take a contract say so when given a claim (and `gate`,
+/// when its claim is a contract); in the right order, `gate` prints no hint.
+#[test]
+fn contract_and_claim_in_the_wrong_place() {
+    let (code, _, err) = run(evident().current_dir(workspace()).args([
+        "gate",
+        "--dry-run",
+        "examples/billing/contract.toml",
+        "examples/billing/contract.toml",
+    ]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("\nhint: examples/billing/contract.toml looks like a contract (it has [policy]); the claim comes second"),
+        "{err}"
+    );
+    let (code, _, err) = run(evident().current_dir(workspace()).args([
+        "snapshot",
+        "examples/billing/claim.json",
+        "--out",
+        "never-written.json",
+    ]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("\nhint: examples/billing/claim.json looks like a claim (it has spec_version); snapshot reads the owner's contract"),
+        "{err}"
+    );
+    assert!(!workspace().join("never-written.json").exists());
+    let (code, out, err) = run(evident().current_dir(workspace()).args([
+        "contract",
+        "check",
+        "examples/billing/claim.json",
+    ]));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("\n  hint: examples/billing/claim.json looks like a claim (it has spec_version), not a contract"),
+        "{out}"
+    );
+    // The honest twin: the same files in the right order.
+    let (code, out, err) = run(evident().current_dir(workspace()).args([
+        "gate",
+        "--dry-run",
+        "examples/billing/contract.toml",
+        "examples/billing/claim.json",
+    ]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        !out.contains("hint:") && !err.contains("hint:"),
+        "{out}{err}"
+    );
 }
 
 #[test]
