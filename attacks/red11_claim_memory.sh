@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # red11: the memory bound against a claim shaped by the agent. The repository's own
-# benchmark (crates/evident-cli/tests/memory.rs) uses 75,000 ordinary evidence items
+# benchmark (crates/evident-cli/tests/it/memory.rs) uses 75,000 ordinary evidence items
 # (12× the file at peak, docs/ledger.md). The agent's claim is the same size (31 MB)
 # but its one evidence item's observed_value holds 15.5 million zeros — every JSON
 # value costs a serde_json::Value and more per copy. Works when `verify --no-record`

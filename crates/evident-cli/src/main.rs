@@ -6,6 +6,7 @@
 
 mod cmd;
 mod exit;
+mod hint;
 mod input;
 mod output;
 mod stderr_hooks;
@@ -111,10 +112,13 @@ fn main() -> std::process::ExitCode {
         Err(e) => {
             // Messages quote the input (an unknown enum value, a bad timestamp): escape
             // its control characters so a document cannot drive the terminal.
-            eprintln!(
-                "error: {}",
-                evident_pipeline::render::shown(&format!("{e:#}"))
-            );
+            let shown = |s: &str| evident_pipeline::render::shown(s).into_owned();
+            match e.downcast_ref::<hint::Hinted>() {
+                Some(h) if e.chain().count() == 1 => {
+                    eprintln!("error: {}\nhint: {}", shown(&h.error), shown(&h.hint));
+                }
+                _ => eprintln!("error: {}", shown(&format!("{e:#}"))),
+            }
             std::process::ExitCode::from(exit::INVALID)
         }
     }

@@ -36,11 +36,14 @@ impl RecordArgs {
     }
 }
 
-/// The extra files a decision is written to.
+/// How a decision is shown: the extra files it is written to, and whether the clock decided.
 pub struct Outputs {
     pub json: bool,
     pub junit: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
+    /// The decision time is the clock's, not the caller's `--now`: evidence observed
+    /// long before it gets a hint naming the `--now` it was written for.
+    pub clock_now: bool,
 }
 
 /// Prints the decision (report or JSON), writes the extra files, says where it was
@@ -88,6 +91,11 @@ pub fn show(
             "recorded as #{} in {} ({}{signed})",
             r.id, r.location, r.hash
         );
+    }
+    if out.clock_now
+        && let Some(h) = crate::hint::stale_long_ago(&decision)
+    {
+        eprintln!("hint: {}", evident_pipeline::render::shown(&h));
     }
     Ok(match decision.status() {
         Status::Verified | Status::Allowed => crate::exit::OK,

@@ -378,7 +378,8 @@ impl Contract {
         let (value, spans) = read_value(bytes, file)?;
         let (contract, ignored): (Contract, _) = evident_format::typed(&value, &spans, file)?;
         if let Some(w) = ignored.into_iter().next() {
-            return Err(Error::at(file, &spans, w.path, "unknown field".into()));
+            let message = unknown_field(&crate::contract_schema(), &w.path);
+            return Err(Error::at(file, &spans, w.path, message));
         }
         contract.validate(file, &spans)?;
         Ok(ContractDocument {
@@ -409,19 +410,104 @@ pub fn parse_policy(bytes: &[u8], file: &str) -> Result<Policy, Error> {
             e
         })?;
     if let Some(w) = ignored.into_iter().next() {
+        let message = unknown_field(&schemars::schema_for!(Policy), &w.path);
         let path = if prefix.is_empty() {
             w.path
         } else {
             format!("{prefix}.{}", w.path)
         };
-        return Err(Error::at(
-            file,
-            &spans,
-            path,
-            "unknown field (a policy has id, requires, max_age_s and on_unverified)".into(),
-        ));
+        return Err(Error::at(file, &spans, path, message));
     }
     Ok(policy)
+}
+
+/// "unknown field `x`, expected one of `a`, `b`" (serde's words for a strict type) for
+/// a field at `path` that a lenient type (the claim's [`Policy`]) ignored: the valid
+/// names come from `schema`, so the list cannot drift from what the reader accepts.
+fn unknown_field(schema: &schemars::Schema, path: &str) -> String {
+    let (parent, field) = match path.rfind(['.', '[']) {
+        Some(i) => (&path[..i], path[i..].trim_start_matches('.')),
+        None => ("", path),
+    };
+    let mut message = format!("unknown field `{field}`");
+    if let Some(names) = field_names(schema.as_value(), parent)
+        && !names.is_empty()
+    {
+        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        message.push_str(&format!(", expected one of {}", names.join(", ")));
+    }
+    message
+}
+
+/// The property names the schema allows in the object at `path` (plain keys and
+/// `[N]` indexes only), or `None` when the path cannot be followed.
+fn field_names(root: &Value, path: &str) -> Option<Vec<String>> {
+    let mut nodes = expand(root, root, 0);
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        let mut parts = segment.split('[');
+        let key = parts.next().unwrap_or_default();
+        if !key.is_empty() {
+            nodes = step(root, &nodes, |n| n.get("properties")?.get(key));
+        }
+        for index in parts {
+            index.strip_suffix(']')?.parse::<usize>().ok()?;
+            nodes = step(root, &nodes, |n| n.get("items"));
+        }
+    }
+    let mut names: Vec<String> = Vec::new();
+    for n in &nodes {
+        for k in n
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if !names.contains(k.0) {
+                names.push(k.0.clone());
+            }
+        }
+    }
+    Some(names)
+}
+
+/// The schemas `next` leads to from each of `nodes`, expanded.
+fn step<'a>(
+    root: &'a Value,
+    nodes: &[&'a Value],
+    next: impl Fn(&'a Value) -> Option<&'a Value>,
+) -> Vec<&'a Value> {
+    nodes
+        .iter()
+        .filter_map(|n| next(n))
+        .flat_map(|n| expand(root, n, 0))
+        .collect()
+}
+
+/// `node` with its `$ref` followed and its `anyOf`/`oneOf`/`allOf` branches flattened.
+fn expand<'a>(root: &'a Value, node: &'a Value, depth: usize) -> Vec<&'a Value> {
+    if depth > 16 {
+        return Vec::new();
+    }
+    let mut out = vec![node];
+    if let Some(target) = node
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|pointer| root.pointer(pointer))
+    {
+        out.extend(expand(root, target, depth + 1));
+    }
+    for branches in ["anyOf", "oneOf", "allOf"] {
+        for b in node
+            .get(branches)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            out.extend(expand(root, b, depth + 1));
+        }
+    }
+    out
 }
 
 /// The document as a JSON value with positions: TOML when `file` ends in `.toml` (or
@@ -745,4 +831,29 @@ fn toml_to_json(v: toml::Value, path: &str) -> Result<Value, (String, String)> {
                 .collect::<Result<_, _>>()?,
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_names_follow_keys_indexes_refs_and_branches() {
+        let schema = crate::contract_schema();
+        let root = schema.as_value();
+        let top = field_names(root, "").unwrap();
+        assert_eq!(top[..2], ["policy".to_string(), "check".to_string()]);
+        let check = field_names(root, "check[0]").unwrap();
+        assert!(check.iter().any(|n| n == "check_type"), "{check:?}");
+        assert!(check.iter().any(|n| n == "covers"), "{check:?}");
+        // `max_age_s` is `anyOf [MaxAge, null]`: no object, so no names.
+        assert_eq!(field_names(root, "policy.max_age_s"), Some(Vec::new()));
+        // A path the schema cannot follow names nothing.
+        assert_eq!(field_names(root, "check[x]"), None);
+        assert_eq!(field_names(root, "nothing.here"), Some(Vec::new()));
+        assert_eq!(
+            unknown_field(&schema, "nothing.here"),
+            "unknown field `here`"
+        );
+    }
 }

@@ -915,6 +915,30 @@ fn contract_errors_name_the_path() {
     assert!(e.message.contains("duplicate"), "{e}");
 }
 
+/// A field the claim's lenient policy type would ignore is refused in a contract (and
+/// in `verify --policy`) with the names that are valid there, read from the schema.
+#[test]
+fn an_unknown_policy_field_lists_the_valid_ones() {
+    let valid = "expected one of `id`, `requires`, `max_age_s`, `on_unverified`, `partial`";
+    let e = Contract::parse(b"[policy]\nrequirs = []\n", "c.toml").unwrap_err();
+    assert_eq!(e.path, "policy.requirs");
+    assert_eq!(e.message, format!("unknown field `requirs`, {valid}"));
+    for (text, file, path) in [
+        (&b"[policy]\nmax_age = 3\n"[..], "p.toml", "policy.max_age"),
+        (b"max_age = 3\n", "p.toml", "max_age"),
+        (br#"{"max_age": 3}"#, "p.json", "max_age"),
+    ] {
+        let e = evident_gate::contract::parse_policy(text, file).unwrap_err();
+        assert_eq!(e.path, path, "{e}");
+        assert_eq!(
+            e.message,
+            format!("unknown field `max_age`, {valid}"),
+            "{e}"
+        );
+        assert!(e.pos.is_some(), "{e}");
+    }
+}
+
 /// A password written inline in a URL is refused with the contract (an owner's
 /// mistake `contract check` reports), and the password is never shown.
 #[test]

@@ -1,5 +1,5 @@
 //! Fixture repositories built in temporary directories, shared by the library tests
-//! and the CLI tests (`crates/evident-cli/tests/audit.rs` includes this file).
+//! and the CLI tests (`crates/evident-cli/tests/it/audit.rs` includes this file).
 #![allow(dead_code)]
 
 use serde_json::{Value, json};

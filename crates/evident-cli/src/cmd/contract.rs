@@ -33,15 +33,24 @@ pub fn run(command: Command) -> anyhow::Result<u8> {
     let name = args.contract.display().to_string();
     let bytes = input::read_limited(&name)?;
     let (errors, warnings) = match Contract::parse(&bytes, &name) {
-        Err(e) => (
-            vec![serde_json::json!({
+        Err(e) => {
+            let hint = match crate::hint::looks_like_claim(&bytes) {
+                Some(key) => Some(format!(
+                    "{name} looks like a claim (it has {key}), not a contract: evident verify {name}"
+                )),
+                None => crate::hint::did_you_mean(&e.message),
+            };
+            let mut error = serde_json::json!({
                 "path": e.path,
                 "line": e.pos.map(|p| p.line),
                 "col": e.pos.map(|p| p.col),
                 "message": e.message,
-            })],
-            Vec::new(),
-        ),
+            });
+            if let Some(h) = hint {
+                error["hint"] = h.into();
+            }
+            (vec![error], Vec::new())
+        }
         Ok(doc) => (Vec::new(), evident_gate::lint::lint(&doc)),
     };
     if args.json {
@@ -58,6 +67,9 @@ pub fn run(command: Command) -> anyhow::Result<u8> {
                 e["path"].as_str().unwrap_or_default(),
                 e["message"].as_str().unwrap_or_default()
             );
+            if let Some(h) = e["hint"].as_str() {
+                println!("  hint: {h}");
+            }
         }
         for w in &warnings {
             let at = match (w.line, w.col) {

@@ -1,7 +1,7 @@
 //! `evident gate CONTRACT CLAIM`: run the owner's contract against the world now, add
 //! what it observed as independent evidence, and decide the agent's claim.
 
-use crate::input;
+use crate::{hint, input};
 use anyhow::{Context as _, anyhow};
 use evident_format::Claim;
 use evident_gate::{Contract, Settings};
@@ -74,14 +74,29 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let contract_name = args.contract.display().to_string();
     let contract_bytes = input::read_limited(&contract_name)?;
-    let contract = Contract::parse(&contract_bytes, &contract_name).map_err(|e| anyhow!("{e}"))?;
+    let contract = Contract::parse(&contract_bytes, &contract_name).map_err(|e| {
+        let hint = match hint::looks_like_claim(&contract_bytes) {
+            Some(key) => Some(format!(
+                "{contract_name} looks like a claim (it has {key}); the contract comes first: evident gate CONTRACT CLAIM"
+            )),
+            None => hint::did_you_mean(&e.message),
+        };
+        hint::with_hint(e, hint)
+    })?;
     let claim_bytes = input::read_limited(&args.claim)?;
     let claim_name = if args.claim == "-" {
         "<stdin>"
     } else {
         &args.claim
     };
-    let claim = Claim::parse(&claim_bytes, claim_name).map_err(|e| anyhow!("{e}"))?;
+    let claim = Claim::parse(&claim_bytes, claim_name).map_err(|e| {
+        let hint = hint::looks_like_contract(&claim_bytes).map(|table| {
+            format!(
+                "{claim_name} looks like a contract (it has {table}); the claim comes second: evident gate CONTRACT CLAIM"
+            )
+        });
+        hint::with_hint(e, hint)
+    })?;
     if let Some(only) = &args.only
         && !contract.contract.checks.iter().any(|c| &c.id == only)
     {
@@ -170,6 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             json: args.json,
             junit: args.junit.clone(),
             markdown: args.markdown.clone(),
+            clock_now: false,
         },
     )
 }

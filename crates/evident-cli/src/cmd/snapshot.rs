@@ -3,7 +3,7 @@
 //! or else recorded in the ledger, for `evident gate --before FILE` to compare with
 //! (docs/snapshots.md).
 
-use crate::input;
+use crate::{hint, input};
 use anyhow::{Context as _, anyhow};
 use evident_gate::Contract;
 use std::path::{Path, PathBuf};
@@ -52,7 +52,15 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let contract_name = args.contract.display().to_string();
     let bytes = input::read_limited(&contract_name)?;
-    let contract = Contract::parse(&bytes, &contract_name).map_err(|e| anyhow!("{e}"))?;
+    let contract = Contract::parse(&bytes, &contract_name).map_err(|e| {
+        let hint = match hint::looks_like_claim(&bytes) {
+            Some(key) => Some(format!(
+                "{contract_name} looks like a claim (it has {key}); snapshot reads the owner's contract: evident snapshot CONTRACT --out FILE"
+            )),
+            None => hint::did_you_mean(&e.message),
+        };
+        hint::with_hint(e, hint)
+    })?;
     if contract.contract.snapshots.is_empty() {
         return Err(anyhow!(
             "{contract_name}: the contract declares no [[snapshot]] (add one: id, source, target)"

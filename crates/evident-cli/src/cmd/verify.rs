@@ -1,6 +1,6 @@
 //! `evident verify FILE|-`: recompute the verdict of a Completion Claim v0.1 document.
 
-use crate::input;
+use crate::{hint, input};
 use anyhow::anyhow;
 use evident_format::{Claim, OnUnverified, Policy};
 
@@ -71,9 +71,10 @@ impl From<OnUnverifiedArg> for OnUnverified {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.trust.is_some() && args.policy.is_none() {
-        anyhow::bail!(
-            "--trust needs --policy FILE: a trust list means the owner is deciding, so the owner's policy must replace the one the document carries\nhint: write the contract's [policy] as a file (or pass the contract itself) with --policy"
-        );
+        return Err(hint::with_hint(
+            "--trust needs --policy FILE: a trust list means the owner is deciding, so the owner's policy must replace the one the document carries",
+            Some("write the contract's [policy] as a file (or pass the contract itself) with --policy".into()),
+        ));
     }
     let bytes = input::read_limited(&args.file)?;
     let name = if args.file == "-" {
@@ -84,14 +85,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // The file is dropped once checked, before typing: a large claim is not held
     // twice (its compact text and typed view are what the decision needs).
     let checked = evident_format::json::check(&bytes).map_err(|e| {
-        anyhow!(
-            "{}",
+        let hint = hint::looks_like_contract(&bytes).map(|table| {
+            format!(
+                "{name} looks like a contract (it has {table}), not a claim: decide a claim under it with evident gate {name} CLAIM, or evident verify CLAIM --policy {name}"
+            )
+        });
+        hint::with_hint(
             evident_format::Error {
                 file: name.to_string(),
                 path: e.path,
                 pos: Some(e.pos),
                 message: e.message,
-            }
+            },
+            hint,
         )
     })?;
     drop(bytes);
@@ -128,6 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             json: args.json,
             junit: None,
             markdown: args.markdown.clone(),
+            clock_now: args.now.is_none(),
         },
     )
 }
@@ -136,5 +143,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 pub fn load_policy(path: &std::path::Path) -> anyhow::Result<Policy> {
     let name = path.display().to_string();
     let bytes = input::read_limited(&name)?;
-    evident_gate::contract::parse_policy(&bytes, &name).map_err(|e| anyhow!("{e}"))
+    evident_gate::contract::parse_policy(&bytes, &name).map_err(|e| {
+        let hint = hint::did_you_mean(&e.message);
+        hint::with_hint(e, hint)
+    })
 }

@@ -1,7 +1,7 @@
 """A real MCP client (the Python `mcp` package, current protocol) driving evident's
 MCP server over stdio or Streamable HTTP. It makes a fixed sequence of calls, fixes
 the world in between (writes note.txt in the contract root), and prints one JSON
-transcript; crates/evident-cli/tests/mcp.rs asserts on it.
+transcript; crates/evident-cli/tests/it/mcp.rs asserts on it.
 
     client.py stdio WORLD EVIDENT ARG...      (the server command)
     client.py http WORLD URL TOKEN
