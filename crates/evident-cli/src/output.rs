@@ -72,10 +72,13 @@ pub fn show(
             .with_context(|| format!("{}: cannot write the Markdown summary", path.display()))?;
     }
     if out.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&evident_pipeline::render::json(&decision))?
-        );
+        // Streamed, as the text report is: the JSON of a large claim is not built as
+        // one string beside the claim.
+        use std::io::Write;
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        serde_json::to_writer_pretty(&mut stdout, &evident_pipeline::render::json(&decision))?;
+        writeln!(stdout)?;
+        stdout.flush()?;
     } else {
         write_text(&decision)?;
     }
