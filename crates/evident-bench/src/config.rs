@@ -182,7 +182,7 @@ impl BenchConfig {
 
     /// SHA-256 of the canonical JSON of [`Self::to_value`] (the peer's `config_digest`).
     pub fn digest(&self) -> Result<String, Error> {
-        pyjson::canonical_sha256(&self.to_value()).map_err(Error)
+        pyjson::canonical_sha256(&self.to_value()).map_err(|e| Error(e.to_string()))
     }
 }
 
@@ -300,7 +300,7 @@ impl SandboxConfig {
 
     /// SHA-256 of the canonical JSON of [`Self::to_value`] (the suite's `config_digest`).
     pub fn digest(&self) -> Result<String, Error> {
-        pyjson::canonical_sha256(&self.to_value()).map_err(Error)
+        pyjson::canonical_sha256(&self.to_value()).map_err(|e| Error(e.to_string()))
     }
 }
 
