@@ -1066,7 +1066,7 @@ fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Reco
                         text::line(&s.keyid, 80)
                     ),
                 ),
-                Err(why) => ("bad", text::line(&why, 400)),
+                Err(why) => ("bad", text::line(&why.0, 400)),
             }
         }
     };
