@@ -230,7 +230,7 @@ impl Checkpoint {
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
     /// The checkpoint could not be appended (and so the head is not witnessed).
-    #[error("cannot write checkpoint file {path}: {source}")]
+    #[error("cannot write checkpoint file {path}")]
     Write {
         /// The checkpoint file.
         path: String,
@@ -238,7 +238,7 @@ pub enum CheckpointError {
         source: std::io::Error,
     },
     /// The checkpoint file could not be read.
-    #[error("cannot read checkpoint file {path}: {source}")]
+    #[error("cannot read checkpoint file {path}")]
     Read {
         /// The checkpoint file.
         path: String,

@@ -994,7 +994,7 @@ async fn decide_verify(
             .appender
             .append_async(entry, key)
             .await
-            .map_err(|e| evident_pipeline::record::RecordError::Ledger(e.to_string())),
+            .map_err(evident_pipeline::record::RecordError::Ledger),
         Err(e) => Err(e),
     };
     match appended {

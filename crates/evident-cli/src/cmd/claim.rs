@@ -45,8 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         &args.repo,
         args.base.as_deref(),
         &env,
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    )?;
     println!("{}", serde_json::to_string_pretty(&claim)?);
     Ok(crate::exit::OK)
 }

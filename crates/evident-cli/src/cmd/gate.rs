@@ -74,14 +74,14 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let contract_name = args.contract.display().to_string();
     let contract_bytes = input::read_limited(&contract_name)?;
-    let contract = Contract::parse(&contract_bytes, &contract_name).map_err(|e| anyhow!("{e}"))?;
+    let contract = Contract::parse(&contract_bytes, &contract_name)?;
     let claim_bytes = input::read_limited(&args.claim)?;
     let claim_name = if args.claim == "-" {
         "<stdin>"
     } else {
         &args.claim
     };
-    let claim = Claim::parse(&claim_bytes, claim_name).map_err(|e| anyhow!("{e}"))?;
+    let claim = Claim::parse(&claim_bytes, claim_name)?;
     if let Some(only) = &args.only
         && !contract.contract.checks.iter().any(|c| &c.id == only)
     {
@@ -130,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .canonicalize()
         .with_context(|| format!("{}: the contract root does not exist", root.display()))?;
     let key = match &args.key {
-        Some(path) => Some(evident_sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
+        Some(path) => Some(evident_sign::Key::load(path)?),
         None => None,
     };
     let before = match &args.before {

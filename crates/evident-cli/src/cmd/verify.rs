@@ -95,17 +95,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )
     })?;
     drop(bytes);
-    let document = Claim::from_checked(checked, name).map_err(|e| anyhow!("{e}"))?;
+    let document = Claim::from_checked(checked, name)?;
     let policy = match &args.policy {
         Some(path) => Some((path.display().to_string(), load_policy(path)?)),
         None => None,
     };
     let trust = match &args.trust {
-        Some(path) => Some(evident_sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?),
+        Some(path) => Some(evident_sign::TrustList::load(path)?),
         None => None,
     };
     let key = match &args.key {
-        Some(path) => Some(evident_sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
+        Some(path) => Some(evident_sign::Key::load(path)?),
         None => None,
     };
     let now = match &args.now {
@@ -136,5 +136,5 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 pub fn load_policy(path: &std::path::Path) -> anyhow::Result<Policy> {
     let name = path.display().to_string();
     let bytes = input::read_limited(&name)?;
-    evident_gate::contract::parse_policy(&bytes, &name).map_err(|e| anyhow!("{e}"))
+    Ok(evident_gate::contract::parse_policy(&bytes, &name)?)
 }
