@@ -2,7 +2,7 @@
 //! refused on stdout. Every answer exits 0 with JSON on stdout: agents treat other
 //! exit codes (and a crash) as "let the stop through", which evident never relies on.
 
-use crate::error::HookError;
+use crate::error::{HookError, json};
 use serde_json::{Value, json};
 
 /// The coding agents evident answers. Each protocol fact, and where it comes from, is
@@ -181,8 +181,8 @@ pub fn parse_event(
     if bytes.len() > 16 * 1024 * 1024 {
         return Err("the hook event on stdin exceeds 16 MiB".into());
     }
-    let v: Value = serde_json::from_slice(bytes)
-        .map_err(|e| format!("the hook event on stdin is not JSON: {e}"))?;
+    let v: Value =
+        serde_json::from_slice(bytes).map_err(json("the hook event on stdin is not JSON"))?;
     if !v.is_object() {
         return Err("the hook event on stdin is not a JSON object".into());
     }

@@ -51,6 +51,14 @@ pub enum HookError {
     /// A document (the contract, the built claim) is invalid.
     #[error(transparent)]
     Document(#[from] evident_format::Error),
+    /// The contract, named as the user knows it, is invalid.
+    #[error("{name}")]
+    Contract {
+        /// The contract's path or name.
+        name: String,
+        /// What is wrong in it (its own message names the format and position).
+        source: evident_format::Error,
+    },
     /// A transcript is not in the format it was said to be.
     #[error(transparent)]
     Trace(#[from] evident_traces::Error),

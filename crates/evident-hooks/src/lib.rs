@@ -211,14 +211,18 @@ fn handle(
                     match pending.map(|p| keep_snapshot(opts, p)) {
                         Some(Ok(l)) => log.push(l),
                         Some(Err(e)) => log.push(format!(
-                            "evident hook: session start: the snapshot could not be kept ({e}); the stop will be unverified"
+                            "evident hook: session start: the snapshot could not be kept ({}); the stop will be unverified",
+                            evident_format::chain(&e)
                         )),
                         None => {}
                     }
                 }
                 // A session start cannot refuse anything: say so on stderr; the stop
                 // falls back to the default branch's merge-base.
-                Err(e) => log.push(format!("evident hook: session start: {e}")),
+                Err(e) => log.push(format!(
+                    "evident hook: session start: {}",
+                    evident_format::chain(&e)
+                )),
             }
             (Answer::Silent, log)
         }
@@ -367,7 +371,10 @@ async fn session_start(
         "contract.toml"
     };
     let contract =
-        evident_gate::Contract::parse(&bytes, kind).map_err(|e| format!("{name}: {e}"))?;
+        evident_gate::Contract::parse(&bytes, kind).map_err(|source| HookError::Contract {
+            name: name.clone(),
+            source,
+        })?;
     if contract.contract.snapshots.is_empty() {
         return Ok((line, None));
     }
@@ -405,7 +412,7 @@ async fn owner_contract(
         Some(p) => {
             let real = p
                 .canonicalize()
-                .map_err(|e| format!("--contract {}: {e}", p.display()))?;
+                .map_err(io(format!("--contract {}", p.display())))?;
             if real.starts_with(top) {
                 return Err(format!(
                     "--contract {} lies inside the working tree {}, where the agent can rewrite it; hint: keep it outside, or commit it as {CONTRACT_PATH} (read at the baseline commit)",
@@ -603,8 +610,12 @@ fn checked(
     } else {
         "contract.toml"
     };
-    let contract = evident_gate::Contract::parse(&contract_bytes, file_kind)
-        .map_err(|e| format!("{contract_name}: {e}"))?;
+    let contract = evident_gate::Contract::parse(&contract_bytes, file_kind).map_err(|source| {
+        HookError::Contract {
+            name: contract_name.to_string(),
+            source,
+        }
+    })?;
     let settings = HookSettings::of(&contract.contract);
     *settings_out = settings;
     let policy = contract.contract.policy.on_unverified;
@@ -640,7 +651,8 @@ fn checked(
         // on_unverified, or refuted work could pass as "could not check".
         .map_err(|e| {
             Failure::from(format!(
-                "{e} (the working tree or the repository could not be read; this refuses the stop whatever the contract's on_unverified says)"
+                "{} (the working tree or the repository could not be read; this refuses the stop whatever the contract's on_unverified says)",
+                evident_format::chain(&e)
             ))
         })?;
     for f in built.findings.iter().take(MAX_FINDINGS_SHOWN) {
@@ -901,7 +913,12 @@ fn read_transcript(
     let format = agent.transcript_format()?;
     let path = event.transcript_path.as_deref()?;
     read_trace(format, Path::new(path))
-        .map_err(|e| log.push(format!("evident: transcript not used: {e}")))
+        .map_err(|e| {
+            log.push(format!(
+                "evident: transcript not used: {}",
+                evident_format::chain(&e)
+            ))
+        })
         .ok()
 }
 

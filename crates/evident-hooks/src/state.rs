@@ -8,7 +8,7 @@
 //! of the raw id and the repository, so two sessions (or one session in two
 //! repositories) never share a file and no id can name a path.
 
-use crate::error::{HookError, io_at, json};
+use crate::error::{HookError, io, io_at, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -130,7 +130,7 @@ fn load_key(dir: &Path) -> Result<Vec<u8>, HookError> {
     let mut k = vec![0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut k))
-        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+        .map_err(io("cannot read /dev/urandom"))?;
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -155,8 +155,10 @@ impl Store {
     /// the agent could forge its entries there.
     pub fn open(dir: &Path, repo: &Path) -> Result<Store, HookError> {
         for sub in ["sessions", "locks"] {
-            std::fs::create_dir_all(dir.join(sub))
-                .map_err(|e| format!("cannot create the state directory {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir.join(sub)).map_err(io(format!(
+                "cannot create the state directory {}",
+                dir.display()
+            )))?;
         }
         let dir = dir.canonicalize().map_err(io_at(dir))?;
         if dir.starts_with(repo) {

@@ -26,14 +26,17 @@ pub struct Args {
     pub base: Option<String>,
 }
 
-fn parse_format(s: &str) -> Result<TranscriptFormat, String> {
+/// `--from` names no transcript format evident reads.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown transcript format {0:?}; expected claude-code, codex or atif")]
+struct UnknownFormat(String);
+
+fn parse_format(s: &str) -> Result<TranscriptFormat, UnknownFormat> {
     match s {
         "claude-code" => Ok(TranscriptFormat::ClaudeCode),
         "codex" => Ok(TranscriptFormat::Codex),
         "atif" => Ok(TranscriptFormat::Atif),
-        other => Err(format!(
-            "unknown transcript format {other:?}; expected claude-code, codex or atif"
-        )),
+        other => Err(UnknownFormat(other.to_string())),
     }
 }
 
