@@ -170,7 +170,7 @@ fn read_json(file: &Path) -> Result<Value, AuditError> {
         source,
     })?;
     parse_strict(&bytes).map_err(|m| {
-        let (path, message) = split_path(&m);
+        let (path, message) = split_path(&m.to_string());
         AuditError::Input {
             file: name,
             path,

@@ -7,9 +7,23 @@ use serde_json::Value;
 
 pub use evident_format::json::push_key;
 
+/// Why a text is not one strict JSON document: where, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message} (line {line}, column {column})", show_path(path))]
+pub struct NotStrictJson {
+    /// The JSON path of the problem (for a duplicate key, the key itself).
+    pub path: String,
+    /// What is wrong, for a person.
+    pub message: String,
+    /// The line of the problem, from 1.
+    pub line: usize,
+    /// The column of the problem, from 1.
+    pub column: usize,
+}
+
 /// Parses `bytes` as one JSON document, refusing duplicate keys and trailing data.
 /// The error message starts with the JSON path where the problem is (`$` is the root).
-pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
+pub fn parse_strict(bytes: &[u8]) -> Result<Value, NotStrictJson> {
     evident_format::json::parse(bytes)
         .map(|p| p.value)
         .map_err(|e| {
@@ -17,13 +31,12 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
                 Some(key) => push_key(&e.path, key),
                 None => e.path.clone(),
             };
-            format!(
-                "{}: {} (line {}, column {})",
-                show_path(&path),
-                e.message,
-                e.pos.line,
-                e.pos.col
-            )
+            NotStrictJson {
+                path,
+                message: e.message,
+                line: e.pos.line,
+                column: e.pos.col,
+            }
         })
 }
 
@@ -44,9 +57,11 @@ mod tests {
 
     #[test]
     fn duplicate_keys_are_refused_with_their_path() {
-        let e = parse_strict(br#"{"claims":[{"a":1,"a":2}]}"#).unwrap_err();
+        let e = parse_strict(br#"{"claims":[{"a":1,"a":2}]}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("$.claims[0].a: duplicate key"), "{e}");
-        let e = parse_strict(br#"{"x":1,"x":1}"#).unwrap_err();
+        let e = parse_strict(br#"{"x":1,"x":1}"#).unwrap_err().to_string();
         assert!(e.starts_with("$.x: duplicate key"), "{e}");
     }
 
@@ -70,7 +85,7 @@ mod tests {
             b"[1,]",
             b"{\"a\":\"\\ud800\"}",
         ] {
-            let e = parse_strict(bad).unwrap_err();
+            let e = parse_strict(bad).unwrap_err().to_string();
             assert!(e.starts_with('$'), "{e}");
         }
         let deep = "[".repeat(200) + &"]".repeat(200);

@@ -64,7 +64,7 @@ pub enum AuditError {
         message: String,
     },
     /// A file or directory could not be read or written.
-    #[error("{file}: {source}")]
+    #[error("{file}")]
     Io {
         /// The file (or `temporary directory`) the operation was on.
         file: String,

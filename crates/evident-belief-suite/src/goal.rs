@@ -10,7 +10,7 @@ use std::path::Path;
 use evident_rules::belief::Polarity;
 use serde::Serialize;
 
-use crate::world::{absent, normalize};
+use crate::world::{BadPath, absent, normalize};
 
 /// What must be true of one path.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -88,13 +88,13 @@ enum Kind {
     Other,
 }
 
-fn kind(full: &Path) -> Result<Kind, String> {
+fn kind(full: &Path) -> Result<Kind, std::io::Error> {
     match std::fs::symlink_metadata(full) {
         Ok(m) if m.is_file() => Ok(Kind::File),
         Ok(m) if m.is_dir() => Ok(Kind::Dir),
         Ok(_) => Ok(Kind::Other),
         Err(e) if absent(&e) => Ok(Kind::Missing),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     }
 }
 
@@ -102,7 +102,7 @@ fn kind(full: &Path) -> Result<Kind, String> {
 pub fn observe(root: &Path, c: &Condition) -> Observation {
     let full = match normalize(&c.path) {
         Ok(rel) => root.join(rel),
-        Err(e) => return Observation::Indeterminate(e),
+        Err(BadPath(e)) => return Observation::Indeterminate(e),
     };
     let k = match kind(&full) {
         Ok(k) => k,
@@ -155,7 +155,7 @@ fn check_content(root: &Path, c: &Condition, bytes: &[u8]) -> Observation {
         Expect::CopyOf(source) => {
             let src = match normalize(source) {
                 Ok(rel) => root.join(rel),
-                Err(e) => return Observation::Indeterminate(e),
+                Err(BadPath(e)) => return Observation::Indeterminate(e),
             };
             if src.is_dir() {
                 return Observation::Fails(format!(
@@ -190,7 +190,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 pub fn observe_existence(root: &Path, c: &Condition) -> Observation {
     let full = match normalize(&c.path) {
         Ok(rel) => root.join(rel),
-        Err(e) => return Observation::Indeterminate(e),
+        Err(BadPath(e)) => return Observation::Indeterminate(e),
     };
     match kind(&full) {
         Ok(k) => {

@@ -147,25 +147,30 @@ pub struct ToolRun {
     pub output: Option<String>,
 }
 
+/// A path refused because it names nothing inside the world. A leaf: the message is all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadPath(pub String);
+
 /// Normalize a world-relative path: no absolute paths, no `..`, `.` and empty parts
 /// removed. A path that would leave the world is refused, so no tool can touch
 /// anything outside its temporary directory.
-pub fn normalize(path: &str) -> Result<String, String> {
+pub fn normalize(path: &str) -> Result<String, BadPath> {
     let mut parts = Vec::new();
     for c in Path::new(path).components() {
         match c {
             Component::Normal(p) => match p.to_str() {
                 Some(s) => parts.push(s),
-                None => return Err(format!("path is not UTF-8: {path}")),
+                None => return Err(BadPath(format!("path is not UTF-8: {path}"))),
             },
             Component::CurDir => {}
             Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                return Err(format!("path escapes the world: {path}"));
+                return Err(BadPath(format!("path escapes the world: {path}")));
             }
         }
     }
     if parts.is_empty() {
-        return Err(format!("path is empty: {path:?}"));
+        return Err(BadPath(format!("path is empty: {path:?}")));
     }
     Ok(parts.join("/"))
 }
@@ -205,7 +210,7 @@ impl World {
         self.dir.path()
     }
 
-    fn resolve(&self, path: &str) -> Result<(String, PathBuf), String> {
+    fn resolve(&self, path: &str) -> Result<(String, PathBuf), BadPath> {
         let rel = normalize(path)?;
         let full = self.dir.path().join(&rel);
         Ok((rel, full))
@@ -357,6 +362,12 @@ impl Failure {
 
 impl From<String> for Failure {
     fn from(text: String) -> Failure {
+        Failure::plain(text)
+    }
+}
+
+impl From<BadPath> for Failure {
+    fn from(BadPath(text): BadPath) -> Failure {
         Failure::plain(text)
     }
 }

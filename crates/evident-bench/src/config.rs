@@ -182,7 +182,7 @@ impl BenchConfig {
 
     /// SHA-256 of the canonical JSON of [`Self::to_value`] (the peer's `config_digest`).
     pub fn digest(&self) -> Result<String, Error> {
-        pyjson::canonical_sha256(&self.to_value()).map_err(Error)
+        pyjson::canonical_sha256(&self.to_value()).map_err(|e| Error(e.to_string()))
     }
 }
 
@@ -300,30 +300,31 @@ impl SandboxConfig {
 
     /// SHA-256 of the canonical JSON of [`Self::to_value`] (the suite's `config_digest`).
     pub fn digest(&self) -> Result<String, Error> {
-        pyjson::canonical_sha256(&self.to_value()).map_err(Error)
+        pyjson::canonical_sha256(&self.to_value()).map_err(|e| Error(e.to_string()))
     }
 }
 
 /// The contract path: the probes' own lexical check (relative, no `..`, no NUL), then
 /// the peer's portability rules on top (no backslash, no drive prefix, no empty or `.`
 /// component), so the path means one file on every system.
-fn check_contract_path(path: &str) -> Result<(), String> {
+fn check_contract_path(path: &str) -> Result<(), Invalid> {
     if path.contains('\\') {
         return Err(format!(
             "{path:?} contains a backslash; hint: write a relative POSIX path such as output/file.txt"
-        ));
+        ).into());
     }
     let b = path.as_bytes();
     if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
         return Err(format!(
             "{path:?} starts with a drive prefix; hint: write a path relative to the sandbox root"
-        ));
+        )
+        .into());
     }
-    evident_probes::confined::relative(path).map_err(|e| e.to_string())?;
+    evident_probes::confined::relative(path).map_err(|e| Invalid(e.to_string()))?;
     if path.split('/').any(|p| p.is_empty() || p == ".") {
         return Err(format!(
             "{path:?} has an empty or '.' component; hint: write each directory once, as a/b/file.txt"
-        ));
+        ).into());
     }
     Ok(())
 }
@@ -452,12 +453,30 @@ impl<'a> Obj<'a> {
     }
 }
 
-fn text_value(v: Option<&Value>) -> Result<String, String> {
+/// Why one value of a config is refused (the caller names the file and the JSON
+/// path). A leaf: the message is all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+struct Invalid(String);
+
+impl From<String> for Invalid {
+    fn from(message: String) -> Invalid {
+        Invalid(message)
+    }
+}
+
+impl From<&str> for Invalid {
+    fn from(message: &str) -> Invalid {
+        Invalid(message.to_string())
+    }
+}
+
+fn text_value(v: Option<&Value>) -> Result<String, Invalid> {
     match v {
         Some(Value::String(s)) if s.contains('\0') => Err("contains a NUL byte".into()),
         Some(Value::String(s)) if !py_strip(s).is_empty() => Ok(py_strip(s).to_owned()),
         Some(Value::String(_)) => Err("must be a non-empty string".into()),
-        other => Err(format!("must be a non-empty string, {}", got(other))),
+        other => Err(format!("must be a non-empty string, {}", got(other)).into()),
     }
 }
 
@@ -580,7 +599,7 @@ mod tests {
             ("./a", "empty or '.' component"),
             ("a/", "empty or '.' component"),
         ] {
-            let e = check_contract_path(p).unwrap_err();
+            let e = check_contract_path(p).unwrap_err().0;
             assert!(e.contains(want), "{p}: {e}");
         }
         assert!(check_contract_path("output/customer-update.txt").is_ok());

@@ -281,7 +281,7 @@ pub fn verify(dir: &Path) -> Result<Verification, Error> {
     {
         let got = read_limited(abs, MAX_INPUT_BYTES)
             .and_then(|b| parse(config_file, &b))
-            .and_then(|c| pyjson::canonical_sha256(&c).map_err(Error));
+            .and_then(|c| pyjson::canonical_sha256(&c).map_err(|e| Error(e.to_string())));
         match got {
             Ok(d) if d == config_digest => {}
             Ok(d) => problems.push(Problem {

@@ -29,7 +29,7 @@ pub fn read_limited(path: &str) -> anyhow::Result<Vec<u8>> {
 /// The decision time: `--now` if given (strict RFC 3339), else the system clock.
 pub fn decision_time(now: Option<&str>) -> anyhow::Result<Timestamp> {
     match now {
-        Some(text) => Timestamp::parse(text).map_err(|e| anyhow::anyhow!("--now: {e}")),
+        Some(text) => Timestamp::parse(text).context("--now"),
         None => Ok(Timestamp::now()),
     }
 }

@@ -83,7 +83,7 @@ pub fn show(
         write_text(&decision)?;
     }
     if let Some(e) = record_error {
-        anyhow::bail!("{e}");
+        return Err(e.into());
     }
     if let Some(r) = &decision.record {
         let signed = r

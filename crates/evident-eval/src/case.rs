@@ -445,14 +445,32 @@ lobj_impl!(RawRequirement);
 lobj_impl!(RawEvent);
 lobj_impl!(RawCase);
 
+/// Why a case line (or an object-form requirements document) is rejected: the peer's
+/// validation message, without the `PATH:LINE: ` prefix. A leaf: the message is all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CaseError(pub String);
+
+impl From<String> for CaseError {
+    fn from(message: String) -> CaseError {
+        CaseError(message)
+    }
+}
+
+impl From<&str> for CaseError {
+    fn from(message: &str) -> CaseError {
+        CaseError(message.to_string())
+    }
+}
+
 /// Parses one line of case JSONL. Errors are messages without the `PATH:LINE: ` prefix.
-pub fn parse_case(line: &[u8]) -> Result<Case<'_>, String> {
+pub fn parse_case(line: &[u8]) -> Result<Case<'_>, CaseError> {
     crate::fast::read_case(line)
 }
 
 /// Parses with serde_json through the serde visitors; the reference the fast reader
 /// is tested against (same answers, same validation messages).
-pub fn parse_case_serde_json(line: &[u8]) -> Result<Case<'_>, String> {
+pub fn parse_case_serde_json(line: &[u8]) -> Result<Case<'_>, CaseError> {
     let raw: LObj<RawCase<'_>> =
         serde_json::from_slice(line).map_err(|e| format!("invalid JSON: {e}"))?;
     validate(raw)
@@ -463,11 +481,11 @@ pub fn parse_case_serde_json(line: &[u8]) -> Result<Case<'_>, String> {
 pub(crate) fn string_field<'a>(
     v: Option<LStr<'a>>,
     what: &str,
-) -> Result<Option<Cow<'a, str>>, String> {
+) -> Result<Option<Cow<'a, str>>, CaseError> {
     match v {
         None => Ok(None),
         Some(LStr::Str(s)) => Ok(Some(strip_cow(s))),
-        Some(LStr::Other(k)) => Err(format!("{what} must be a string, not {k}.")),
+        Some(LStr::Other(k)) => Err(format!("{what} must be a string, not {k}.").into()),
     }
 }
 
@@ -486,10 +504,10 @@ pub(crate) fn strip_cow(s: Cow<'_, str>) -> Cow<'_, str> {
 }
 
 /// Applies the peer's `Case.from_dict` checks in its order.
-pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
+pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, CaseError> {
     let raw = match raw {
         LObj::Obj(r) => r,
-        LObj::Other(k) => return Err(format!("Each case must be an object, not {k}.")),
+        LObj::Other(k) => return Err(format!("Each case must be an object, not {k}.").into()),
     };
     let case_id = string_field(raw.case_id, "'case_id'")?.unwrap_or_default();
     let task = string_field(raw.task, "'task'")?.unwrap_or_default();
@@ -499,7 +517,7 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
     let completion_claimed = match raw.completion_claimed {
         Some(LBool::Bool(b)) => b,
         Some(LBool::Other(k)) => {
-            return Err(format!("'completion_claimed' must be boolean, not {k}."));
+            return Err(format!("'completion_claimed' must be boolean, not {k}.").into());
         }
         None => return Err("'completion_claimed' must be boolean (it is missing).".into()),
     };
@@ -511,14 +529,14 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
             Vec::new()
         }
         Some(LList::Other(k)) => {
-            return Err(format!("'requirements' must be a non-empty list, not {k}."));
+            return Err(format!("'requirements' must be a non-empty list, not {k}.").into());
         }
         _ => return Err("'requirements' must be a non-empty list.".into()),
     };
     let events_raw = match raw.events {
         None => Vec::new(),
         Some(LList::List(v)) => v,
-        Some(LList::Other(k)) => return Err(format!("'events' must be a list, not {k}.")),
+        Some(LList::Other(k)) => return Err(format!("'events' must be a list, not {k}.").into()),
     };
     let mut requirements = Vec::with_capacity(reqs.len());
     let mut all_fields = Vec::new();
@@ -526,9 +544,9 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
         let r = match r {
             LObj::Obj(r) => r,
             LObj::Other(_) => {
-                return Err(format!(
-                    "requirements[{i}]: Each requirement must be an object."
-                ));
+                return Err(
+                    format!("requirements[{i}]: Each requirement must be an object.").into(),
+                );
             }
         };
         for (present, key) in [
@@ -537,7 +555,7 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
             (r.count.is_some(), "count"),
         ] {
             if present {
-                return Err(object_form_only(i, key));
+                return Err(object_form_only(i, key).into());
             }
         }
         let action = string_field(r.action, "'action'")
@@ -546,7 +564,8 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
         if action.is_empty() {
             return Err(format!(
                 "requirements[{i}]: Each requirement requires a non-empty 'action'."
-            ));
+            )
+            .into());
         }
         let start = idx(all_fields.len());
         match r.evidence_fields {
@@ -558,7 +577,7 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
                         _ => {
                             return Err(format!(
                                 "requirements[{i}]: 'evidence_fields' must be a list of non-empty strings."
-                            ));
+                            ).into());
                         }
                     }
                 }
@@ -566,7 +585,7 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
             Some(LList::Other(k)) => {
                 return Err(format!(
                     "requirements[{i}]: 'evidence_fields' must be a list of non-empty strings, not {k}."
-                ));
+                ).into());
             }
         }
         requirements.push(Requirement {
@@ -579,27 +598,26 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
     for (i, e) in events_raw.into_iter().enumerate() {
         let e = match e {
             LObj::Obj(e) => e,
-            LObj::Other(_) => return Err(format!("events[{i}]: Each event must be an object.")),
+            LObj::Other(_) => {
+                return Err(format!("events[{i}]: Each event must be an object.").into());
+            }
         };
         let action = string_field(e.action, "'action'")
             .map_err(|m| format!("events[{i}]: {m}"))?
             .unwrap_or_default();
         if action.is_empty() {
-            return Err(format!(
-                "events[{i}]: Each event requires a non-empty 'action'."
-            ));
+            return Err(format!("events[{i}]: Each event requires a non-empty 'action'.").into());
         }
         let success = match e.success {
             Some(LBool::Bool(b)) => b,
             Some(LBool::Other(k)) => {
                 return Err(format!(
                     "events[{i}]: Each event requires boolean 'success', not {k}."
-                ));
+                )
+                .into());
             }
             None => {
-                return Err(format!(
-                    "events[{i}]: Each event requires boolean 'success'."
-                ));
+                return Err(format!("events[{i}]: Each event requires boolean 'success'.").into());
             }
         };
         let start = idx(all_evidence.len());
@@ -607,9 +625,7 @@ pub(crate) fn validate(raw: LObj<RawCase<'_>>) -> Result<Case<'_>, String> {
             None => {}
             Some(LEvidence::Obj(v)) => all_evidence.extend(v),
             Some(LEvidence::Other(k)) => {
-                return Err(format!(
-                    "events[{i}]: 'evidence' must be an object, not {k}."
-                ));
+                return Err(format!("events[{i}]: 'evidence' must be an object, not {k}.").into());
             }
         }
         events.push(Event {
@@ -642,7 +658,7 @@ mod tests {
     use super::*;
 
     fn err(line: &str) -> String {
-        parse_case(line.as_bytes()).unwrap_err()
+        parse_case(line.as_bytes()).unwrap_err().0
     }
 
     #[test]
@@ -721,7 +737,7 @@ mod tests {
     #[test]
     fn rejects_invalid_utf8() {
         let line = b"{\"case_id\":\"\xff\",\"task\":\"t\"}";
-        assert!(parse_case(line).unwrap_err().starts_with("invalid JSON"));
+        assert!(parse_case(line).unwrap_err().0.starts_with("invalid JSON"));
     }
 
     #[test]

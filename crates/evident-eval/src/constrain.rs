@@ -19,6 +19,7 @@ use std::collections::VecDeque;
 use evident_rules::compare::{Cmp, compare_object};
 use serde_json::{Map, Value};
 
+use crate::case::CaseError;
 use crate::evaluate::{Evaluation, Status};
 use crate::spec::{Need, Spec, parse_spec};
 use crate::text::{py_blank, py_strip};
@@ -570,7 +571,7 @@ pub struct ObjectCase {
 }
 
 /// Reads an object-form case line. Messages have no `PATH:LINE: ` prefix.
-pub fn parse_object_case(line: &[u8]) -> Result<ObjectCase, String> {
+pub fn parse_object_case(line: &[u8]) -> Result<ObjectCase, CaseError> {
     let v = crate::pyjson::parse_strict(line).map_err(|e| format!("invalid JSON: {e}"))?;
     let Value::Object(mut o) = v else {
         return Err("Each case must be an object.".into());
@@ -595,33 +596,31 @@ pub fn parse_object_case(line: &[u8]) -> Result<ObjectCase, String> {
     let mut calls = Vec::with_capacity(events.len());
     for (i, e) in events.into_iter().enumerate() {
         let Value::Object(mut e) = e else {
-            return Err(format!("events[{i}]: Each event must be an object."));
+            return Err(format!("events[{i}]: Each event must be an object.").into());
         };
         let action = match e.get("action") {
             Some(Value::String(s)) if !py_blank(s) => py_strip(s).to_owned(),
             _ => {
-                return Err(format!(
-                    "events[{i}]: Each event requires a non-empty 'action'."
-                ));
+                return Err(
+                    format!("events[{i}]: Each event requires a non-empty 'action'.").into(),
+                );
             }
         };
         let success = match e.get("success") {
             Some(Value::Bool(b)) => *b,
             _ => {
-                return Err(format!(
-                    "events[{i}]: Each event requires boolean 'success'."
-                ));
+                return Err(format!("events[{i}]: Each event requires boolean 'success'.").into());
             }
         };
         let evidence = match e.remove("evidence") {
             None => Map::new(),
             Some(Value::Object(m)) => m,
-            Some(_) => return Err(format!("events[{i}]: 'evidence' must be an object.")),
+            Some(_) => return Err(format!("events[{i}]: 'evidence' must be an object.").into()),
         };
         let arguments = match e.remove("arguments") {
             None => None,
             Some(Value::Object(m)) => Some(m),
-            Some(_) => return Err(format!("events[{i}]: 'arguments' must be an object.")),
+            Some(_) => return Err(format!("events[{i}]: 'arguments' must be an object.").into()),
         };
         let unfinished = match e.get("unfinished") {
             None | Some(Value::Bool(false)) => false,
@@ -629,9 +628,10 @@ pub fn parse_object_case(line: &[u8]) -> Result<ObjectCase, String> {
             Some(Value::Bool(true)) => {
                 return Err(format!(
                     "events[{i}]: an unfinished event cannot have 'success': true"
-                ));
+                )
+                .into());
             }
-            Some(_) => return Err(format!("events[{i}]: 'unfinished' must be boolean.")),
+            Some(_) => return Err(format!("events[{i}]: 'unfinished' must be boolean.").into()),
         };
         calls.push(Call {
             action,

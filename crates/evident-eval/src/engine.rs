@@ -88,7 +88,7 @@ pub enum EngineError {
         message: String,
     },
     /// Reading the input or writing the output failed.
-    #[error("{label}: {source}")]
+    #[error("{label}")]
     Io {
         /// The input's name ([`Options::label`]).
         label: String,
@@ -563,7 +563,7 @@ fn process_chunk(chunk: &Chunk, opts: &Options, hasher: &RandomState) -> Done {
         }
         let case = match parse_case(line) {
             Ok(c) => c,
-            Err(message) => {
+            Err(crate::case::CaseError(message)) => {
                 done.errors.push(LineError {
                     line: done.lines,
                     message,
@@ -582,7 +582,7 @@ fn process_chunk(chunk: &Chunk, opts: &Options, hasher: &RandomState) -> Done {
                         render_object_case(&mut done, &oc, opts.mode, hasher);
                     }
                 }
-                Err(message) => {
+                Err(crate::case::CaseError(message)) => {
                     done.errors.push(LineError {
                         line: done.lines,
                         message,

@@ -25,7 +25,7 @@ pub(crate) struct Reader<'a> {
     pos: usize,
 }
 
-type R<T> = Result<T, String>;
+type R<T> = Result<T, crate::case::CaseError>;
 
 /// Index of the first `"`, `\\` or control character at or after `from`: eight bytes
 /// at a time (strings in traces are short, so this beats a SIMD search's setup cost).
@@ -57,7 +57,7 @@ fn find_special(b: &[u8], from: usize) -> Option<usize> {
 
 impl<'a> Reader<'a> {
     fn err<T>(&self, what: &str) -> R<T> {
-        Err(format!("invalid JSON: {what} at column {}", self.pos + 1))
+        Err(format!("invalid JSON: {what} at column {}", self.pos + 1).into())
     }
 
     #[inline]
@@ -557,7 +557,7 @@ impl<'a> Reader<'a> {
             Ok(())
         })?;
         if let Some(k) = dup_key {
-            return Err(format!("duplicate key '{k}' in 'evidence'"));
+            return Err(format!("duplicate key '{k}' in 'evidence'").into());
         }
         if b.ev_err.is_some() {
             b.case.evidence.truncate(start);
@@ -612,7 +612,7 @@ impl<'a> Reader<'a> {
             if self.peek().is_some() {
                 return self.err("trailing characters");
             }
-            return Err(format!("Each case must be an object, not {k}."));
+            return Err(format!("Each case must be an object, not {k}.").into());
         }
         let mut b = Builder {
             case: Case::default(),
@@ -674,7 +674,7 @@ impl<'a> Reader<'a> {
             return self.err("trailing characters");
         }
         if let Some(k) = b.dup {
-            return Err(format!("duplicate key '{k}'"));
+            return Err(format!("duplicate key '{k}'").into());
         }
         // The peer's checks, in its order.
         let case_id = string_field(case_id, "'case_id'")?.unwrap_or_default();
@@ -685,7 +685,7 @@ impl<'a> Reader<'a> {
         b.case.completion_claimed = match claimed {
             Some(LBool::Bool(v)) => v,
             Some(LBool::Other(k)) => {
-                return Err(format!("'completion_claimed' must be boolean, not {k}."));
+                return Err(format!("'completion_claimed' must be boolean, not {k}.").into());
             }
             None => return Err("'completion_claimed' must be boolean (it is missing).".into()),
         };
@@ -693,15 +693,15 @@ impl<'a> Reader<'a> {
             Seen::Array(n) if n > 0 => {}
             Seen::Object => b.case.object_form = true,
             Seen::Other(k) => {
-                return Err(format!("'requirements' must be a non-empty list, not {k}."));
+                return Err(format!("'requirements' must be a non-empty list, not {k}.").into());
             }
             _ => return Err("'requirements' must be a non-empty list.".into()),
         }
         if let Seen::Other(k) = events {
-            return Err(format!("'events' must be a list, not {k}."));
+            return Err(format!("'events' must be a list, not {k}.").into());
         }
         if let Some(m) = b.req_err.take().or(b.ev_err.take()) {
-            return Err(m);
+            return Err(m.into());
         }
         b.case.case_id = case_id;
         Ok(b.case)
@@ -740,7 +740,8 @@ pub(crate) fn read_case(line: &[u8]) -> R<Case<'_>> {
             return Err(format!(
                 "invalid JSON: invalid UTF-8 at byte {}",
                 e.valid_up_to() + 1
-            ));
+            )
+            .into());
         }
     };
     let mut r = Reader { s, b: line, pos: 0 };

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::text::{py_float_repr, write_json_str};
 
 /// Parses JSON text strictly: valid UTF-8, no duplicate keys at any depth.
-pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
+pub fn parse_strict(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     evident_traces::strict::parse(bytes)
 }
 
@@ -43,14 +43,28 @@ pub const PRETTY: Style = Style {
 
 /// Serializes like Python's `json.dumps` with the given style. Fails on numbers Python
 /// would read as an infinite float (`1e400`), which `allow_nan=False` refuses.
-pub fn dumps(v: &Value, style: Style) -> Result<String, String> {
+pub fn dumps(v: &Value, style: Style) -> Result<String, DumpError> {
     let mut out = Vec::new();
     write(&mut out, v, style, 0)?;
-    String::from_utf8(out).map_err(|e| e.to_string())
+    Ok(String::from_utf8(out)?)
+}
+
+/// Why a value cannot be written as Python's `json.dumps` would.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DumpError {
+    /// A number literal that does not read as a float.
+    #[error("invalid number {0}")]
+    InvalidNumber(String),
+    /// A number Python reads as infinity (`allow_nan=False` refuses it).
+    #[error("number {0} is out of range (Python reads it as infinity, which JSON cannot carry)")]
+    OutOfRange(String),
+    /// The output is not UTF-8 (cannot happen: every piece written is).
+    #[error("the output is not UTF-8")]
+    NotUtf8(#[from] std::string::FromUtf8Error),
 }
 
 /// SHA-256 (hex) of the canonical form.
-pub fn canonical_sha256(v: &Value) -> Result<String, String> {
+pub fn canonical_sha256(v: &Value) -> Result<String, DumpError> {
     let s = dumps(v, CANONICAL)?;
     Ok(hex::encode(Sha256::digest(s.as_bytes())))
 }
@@ -62,7 +76,7 @@ fn newline(out: &mut Vec<u8>, indent: Option<usize>, level: usize) {
     }
 }
 
-fn write(out: &mut Vec<u8>, v: &Value, st: Style, level: usize) -> Result<(), String> {
+fn write(out: &mut Vec<u8>, v: &Value, st: Style, level: usize) -> Result<(), DumpError> {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
@@ -113,7 +127,7 @@ fn write(out: &mut Vec<u8>, v: &Value, st: Style, level: usize) -> Result<(), St
 
 /// A JSON number literal as Python re-serializes it: integers exactly (Python ints are
 /// unbounded; `-0` is `0`), anything with a fraction or exponent as a float `repr`.
-fn py_number(lit: &str) -> Result<String, String> {
+fn py_number(lit: &str) -> Result<String, DumpError> {
     if !lit.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
         return Ok(if lit == "-0" {
             "0".into()
@@ -121,12 +135,10 @@ fn py_number(lit: &str) -> Result<String, String> {
             lit.to_owned()
         });
     }
-    let x: f64 = lit.parse().map_err(|_| format!("invalid number {lit}"))?;
-    py_float_repr(x).ok_or_else(|| {
-        format!(
-            "number {lit} is out of range (Python reads it as infinity, which JSON cannot carry)"
-        )
-    })
+    let x: f64 = lit
+        .parse()
+        .map_err(|_| DumpError::InvalidNumber(lit.to_owned()))?;
+    py_float_repr(x).ok_or_else(|| DumpError::OutOfRange(lit.to_owned()))
 }
 
 #[cfg(test)]
@@ -136,7 +148,7 @@ mod tests {
     #[test]
     fn rejects_duplicates_with_their_path() {
         let e = parse_strict(br#"{"a":[{"b":1,"b":2}]}"#).unwrap_err();
-        assert!(e.contains("duplicate key 'b' at $.a[0]"), "{e}");
+        assert!(e.to_string().contains("duplicate key 'b' at $.a[0]"), "{e}");
         assert!(parse_strict(br#"{"a":1,"b":{"a":2}}"#).is_ok());
         // Past 32 keys the check switches to a set: still exact, escapes decoded.
         let many: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
@@ -144,9 +156,12 @@ mod tests {
         assert!(parse_strict(obj.as_bytes()).is_ok());
         let dup = format!("{{\"x\":{{{},\"k\\u0033\":0}}}}", many.join(","));
         let e = parse_strict(dup.as_bytes()).unwrap_err();
-        assert!(e.contains("duplicate key 'k3' at $.x"), "{e}");
+        assert!(e.to_string().contains("duplicate key 'k3' at $.x"), "{e}");
         let e = parse_strict(br#"[{"a":{"b\u0020":1,"b ":2}}]"#).unwrap_err();
-        assert!(e.contains("duplicate key 'b ' at $[0].a"), "{e}");
+        assert!(
+            e.to_string().contains("duplicate key 'b ' at $[0].a"),
+            "{e}"
+        );
     }
 
     #[test]

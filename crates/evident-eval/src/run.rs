@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::adapt::{self, AdaptOptions, Format, Requirements};
+use crate::adapt::{self, AdaptError, AdaptOptions, Format, Requirements};
 use crate::engine::{self, EngineError, Hooks, Mode, Options};
 
 /// One `evident eval` invocation.
@@ -30,18 +30,44 @@ pub struct EvalRequest {
 /// Why a run stopped: an input that cannot be read, the first bad line without
 /// `keep_going`, a bad requirements file (each message names its file).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct RunError(String);
-
-impl From<String> for RunError {
-    fn from(message: String) -> RunError {
-        RunError(message)
-    }
+pub enum RunError {
+    /// The inputs given cannot make a run (no file, or `-` where traces are needed).
+    #[error("{0}")]
+    Usage(&'static str),
+    /// A file (or standard input, or standard output) could not be read or written.
+    #[error("{name}")]
+    Io {
+        /// The file's path, `<stdin>` or `stdout`.
+        name: String,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// The engine stopped: a bad line, a failed read or write, no cases.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// A trace or requirements file was rejected.
+    #[error("{name}")]
+    Adapt {
+        /// The file's path or `<stdin>`.
+        name: String,
+        /// What is wrong in it, naming the JSON path.
+        source: AdaptError,
+    },
+    /// An adapted trace could not be written as a case line.
+    #[error("{name}")]
+    Json {
+        /// The trace file's path.
+        name: String,
+        /// serde_json's error.
+        source: serde_json::Error,
+    },
 }
 
-impl From<&str> for RunError {
-    fn from(message: &str) -> RunError {
-        RunError(message.to_string())
+/// A file that could not be read, named as the user gave it.
+fn io_error(name: &Path, source: io::Error) -> RunError {
+    RunError::Io {
+        name: name.display().to_string(),
+        source,
     }
 }
 
@@ -91,10 +117,9 @@ fn eval_jsonl(
     hooks: &mut dyn Hooks,
 ) -> Result<Finished, RunError> {
     let [input] = req.inputs.as_slice() else {
-        return Err(
-            "give one case JSONL file (or - for standard input); several inputs need --adapter"
-                .into(),
-        );
+        return Err(RunError::Usage(
+            "give one case JSONL file (or - for standard input); several inputs need --adapter",
+        ));
     };
     let mut opts = Options::new(req.mode, "");
     opts.keep_going = req.keep_going;
@@ -105,12 +130,12 @@ fn eval_jsonl(
         engine::run(&mut stdin, out, &opts, hooks, None)
     } else {
         opts.label = input.display().to_string();
-        let mut f = File::open(input).map_err(|e| format!("{}: {e}", input.display()))?;
+        let mut f = File::open(input).map_err(|e| io_error(input, e))?;
         let path = input.clone();
         let reopen = move || -> io::Result<Box<dyn Read>> { Ok(Box::new(File::open(&path)?)) };
         engine::run(&mut f, out, &opts, hooks, Some(&reopen))
     };
-    let summary = summary.map_err(|e| e.to_string())?;
+    let summary = summary?;
     if summary.bad_lines > 0 {
         hooks.note(&format!(
             "{}: {} bad line(s) skipped",
@@ -131,13 +156,17 @@ fn eval_traces(
     hooks: &mut dyn Hooks,
 ) -> Result<Finished, RunError> {
     if req.inputs.is_empty() || req.inputs.iter().any(|p| p.as_os_str() == "-") {
-        return Err("give trace files or directories to read with --adapter (standard input holds case JSONL only)".into());
+        return Err(RunError::Usage(
+            "give trace files or directories to read with --adapter (standard input holds case JSONL only)",
+        ));
     }
     let reqs = read_requirements(reqs_path)?;
     note_success_rule(format, &req.adapt_options, hooks);
     let files = list_traces(&req.inputs)?;
     if files.is_empty() {
-        return Err("no trace files found (a directory contributes its *.json files)".into());
+        return Err(RunError::Usage(
+            "no trace files found (a directory contributes its *.json files)",
+        ));
     }
     let mut reader = TraceCases {
         files,
@@ -154,8 +183,8 @@ fn eval_traces(
     opts.keep_going = req.keep_going;
     opts.threads = req.threads;
     let res = engine::run(&mut reader, out, &opts, hooks, None);
-    for msg in &reader.skipped {
-        hooks.note(msg);
+    for e in &reader.skipped {
+        hooks.note(&evident_format::chain(e));
     }
     let bad_traces = reader.skipped.len() as u64;
     if bad_traces > 0 {
@@ -166,10 +195,30 @@ fn eval_traces(
             bad_lines: s.bad_lines,
             bad_traces,
         }),
-        Err(EngineError::Io { source, .. }) if source.kind() == io::ErrorKind::InvalidData => {
-            Err(source.to_string().into())
+        Err(EngineError::Io { label, source }) => Err(untunnel(label, source)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The error a trace failed to adapt with, taken back out of the [`io::Error`] that
+/// carried it through the engine's reader; any other read error stays the engine's.
+fn untunnel(label: String, source: io::Error) -> RunError {
+    if !source.get_ref().is_some_and(|e| e.is::<RunError>()) {
+        return EngineError::Io { label, source }.into();
+    }
+    let kind = source.kind();
+    match source.into_inner().map(|e| e.downcast::<RunError>()) {
+        Some(Ok(e)) => *e,
+        Some(Err(other)) => EngineError::Io {
+            label,
+            source: io::Error::new(kind, other),
         }
-        Err(e) => Err(e.to_string().into()),
+        .into(),
+        None => EngineError::Io {
+            label,
+            source: kind.into(),
+        }
+        .into(),
     }
 }
 
@@ -184,19 +233,22 @@ fn note_success_rule(format: Format, opts: &AdaptOptions, hooks: &mut dyn Hooks)
 
 /// Reads and checks a requirements file; errors name the file.
 pub fn read_requirements(path: &Path) -> Result<Requirements, RunError> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    adapt::parse_requirements(&bytes).map_err(|e| RunError(format!("{}: {e}", path.display())))
+    let bytes = std::fs::read(path).map_err(|e| io_error(path, e))?;
+    adapt::parse_requirements(&bytes).map_err(|source| RunError::Adapt {
+        name: path.display().to_string(),
+        source,
+    })
 }
 
 /// Expands directories to their `*.json` files (sorted by name, not recursive).
-fn list_traces(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+fn list_traces(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, RunError> {
     let mut files = Vec::new();
     for p in inputs {
-        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let meta = std::fs::metadata(p).map_err(|e| io_error(p, e))?;
         if meta.is_dir() {
             let mut in_dir = Vec::new();
-            for entry in std::fs::read_dir(p).map_err(|e| format!("{}: {e}", p.display()))? {
-                let path = entry.map_err(|e| format!("{}: {e}", p.display()))?.path();
+            for entry in std::fs::read_dir(p).map_err(|e| io_error(p, e))? {
+                let path = entry.map_err(|e| io_error(p, e))?.path();
                 let hidden = path
                     .file_name()
                     .and_then(|n| n.to_str())
@@ -226,12 +278,12 @@ struct TraceCases {
     pos: usize,
     keep_going: bool,
     /// Why each trace skipped under `keep_going` was (told to the hooks after the run).
-    skipped: Vec<String>,
+    skipped: Vec<RunError>,
 }
 
 impl TraceCases {
-    fn adapt_one(&self, path: &Path) -> Result<Vec<u8>, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    fn adapt_one(&self, path: &Path) -> Result<Vec<u8>, RunError> {
+        let bytes = std::fs::read(path).map_err(|e| io_error(path, e))?;
         // The file path is the provenance reference when traces are evaluated in bulk.
         let env = adapt::adapt_bytes_with(
             self.format,
@@ -240,9 +292,14 @@ impl TraceCases {
             &path.display().to_string(),
             &self.options,
         )
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut line = serde_json::to_vec(&env.case_value())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|source| RunError::Adapt {
+            name: path.display().to_string(),
+            source,
+        })?;
+        let mut line = serde_json::to_vec(&env.case_value()).map_err(|source| RunError::Json {
+            name: path.display().to_string(),
+            source,
+        })?;
         line.push(b'\n');
         Ok(line)
     }
@@ -260,8 +317,8 @@ impl Read for TraceCases {
                     self.buf = line;
                     self.pos = 0;
                 }
-                Err(msg) if self.keep_going => self.skipped.push(msg),
-                Err(msg) => return Err(io::Error::new(io::ErrorKind::InvalidData, msg)),
+                Err(e) if self.keep_going => self.skipped.push(e),
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
             }
         }
         let n = (self.buf.len() - self.pos).min(out.len());
@@ -303,10 +360,13 @@ pub fn adapt(
         let mut b = Vec::new();
         io::stdin()
             .read_to_end(&mut b)
-            .map_err(|e| format!("<stdin>: {e}"))?;
+            .map_err(|source| RunError::Io {
+                name: "<stdin>".into(),
+                source,
+            })?;
         ("<stdin>".to_string(), b)
     } else {
-        let b = std::fs::read(&req.trace).map_err(|e| format!("{}: {e}", req.trace.display()))?;
+        let b = std::fs::read(&req.trace).map_err(|e| io_error(&req.trace, e))?;
         (req.trace.display().to_string(), b)
     };
     let env = adapt::adapt_bytes_with(
@@ -316,7 +376,10 @@ pub fn adapt(
         &req.source_ref,
         &req.adapt_options,
     )
-    .map_err(|e| format!("{label}: {e}"))?;
+    .map_err(|source| RunError::Adapt {
+        name: label.clone(),
+        source,
+    })?;
     let value = if req.envelope {
         env.envelope_value()
     } else {
@@ -327,9 +390,15 @@ pub fn adapt(
     } else {
         adapt::to_pretty(&value)
     }
-    .map_err(|e| format!("{label}: {e}"))?;
+    .map_err(|source| RunError::Adapt {
+        name: label,
+        source,
+    })?;
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
-        .map_err(|e| format!("stdout: {e}"))?;
+        .map_err(|source| RunError::Io {
+            name: "stdout".into(),
+            source,
+        })?;
     Ok(())
 }

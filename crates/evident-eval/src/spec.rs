@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::case::CaseError;
 use crate::text::{py_blank, py_strip};
 
 /// The most successful calls one requirement may ask for: the matching is
@@ -132,22 +133,22 @@ fn unknown_key(path: &str, key: &str, allowed: &str) -> String {
     format!("{at}unknown key '{key}' (allowed: {allowed}){hint}")
 }
 
-fn strings(v: &Value, path: &str) -> Result<Vec<String>, String> {
+fn strings(v: &Value, path: &str) -> Result<Vec<String>, CaseError> {
     let Value::Array(items) = v else {
-        return Err(format!("{path} must be a list of non-empty strings"));
+        return Err(format!("{path} must be a list of non-empty strings").into());
     };
     items
         .iter()
         .map(|s| match s {
             Value::String(s) if !py_blank(s) => Ok(py_strip(s).to_owned()),
-            _ => Err(format!("{path} must be a list of non-empty strings")),
+            _ => Err(format!("{path} must be a list of non-empty strings").into()),
         })
         .collect()
 }
 
 /// Reads the object form. `base` prefixes every path (`requirements` inside a case
 /// line, empty for a requirements file).
-pub fn parse_spec(v: &Value, base: &str) -> Result<Spec, String> {
+pub fn parse_spec(v: &Value, base: &str) -> Result<Spec, CaseError> {
     let at = |p: &str| {
         if base.is_empty() {
             p.to_owned()
@@ -163,11 +164,12 @@ pub fn parse_spec(v: &Value, base: &str) -> Result<Spec, String> {
             } else {
                 base
             }
-        ));
+        )
+        .into());
     };
     for k in o.keys() {
         if k != "requirements" && k != "writes" {
-            return Err(unknown_key(base, k, TOP_KEYS));
+            return Err(unknown_key(base, k, TOP_KEYS).into());
         }
     }
     let writes = match o.get("writes") {
@@ -181,19 +183,20 @@ pub fn parse_spec(v: &Value, base: &str) -> Result<Spec, String> {
     };
     let items = match o.get("requirements") {
         Some(Value::Array(a)) => a,
-        Some(_) => return Err(format!("{} must be a list", at("requirements"))),
+        Some(_) => return Err(format!("{} must be a list", at("requirements")).into()),
         None => {
             return Err(format!(
                 "{} is missing (a list; it may be empty when 'writes' is given)",
                 at("requirements")
-            ));
+            )
+            .into());
         }
     };
     if items.is_empty() && writes.is_none() {
         return Err(format!(
             "{} is empty and there is no 'writes' list: nothing would be checked; hint: give the world-changing actions in 'writes' for a task that must change nothing",
             at("requirements")
-        ));
+        ).into());
     }
     let mut needs = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
@@ -206,32 +209,30 @@ pub fn parse_spec(v: &Value, base: &str) -> Result<Spec, String> {
     })
 }
 
-fn parse_need(v: &Value, path: &str) -> Result<Need, String> {
+fn parse_need(v: &Value, path: &str) -> Result<Need, CaseError> {
     let Value::Object(o) = v else {
-        return Err(format!("{path}: Each requirement must be an object."));
+        return Err(format!("{path}: Each requirement must be an object.").into());
     };
     for k in o.keys() {
         if !matches!(
             k.as_str(),
             "action" | "arguments" | "evidence" | "evidence_fields" | "count"
         ) {
-            return Err(unknown_key(path, k, NEED_KEYS));
+            return Err(unknown_key(path, k, NEED_KEYS).into());
         }
     }
     let action = match o.get("action") {
         Some(Value::String(s)) if !py_blank(s) => py_strip(s).to_owned(),
         Some(Value::String(_)) | None => {
-            return Err(format!(
-                "{path}: Each requirement requires a non-empty 'action'."
-            ));
+            return Err(format!("{path}: Each requirement requires a non-empty 'action'.").into());
         }
-        Some(_) => return Err(format!("{path}.action must be a string")),
+        Some(_) => return Err(format!("{path}.action must be a string").into()),
     };
-    let object = |key: &str| -> Result<Option<Map<String, Value>>, String> {
+    let object = |key: &str| -> Result<Option<Map<String, Value>>, CaseError> {
         match o.get(key) {
             None => Ok(None),
             Some(Value::Object(m)) => Ok(Some(m.clone())),
-            Some(_) => Err(format!("{path}.{key} must be an object")),
+            Some(_) => Err(format!("{path}.{key} must be an object").into()),
         }
     };
     let arguments = object("arguments")?;
@@ -247,13 +248,11 @@ fn parse_need(v: &Value, path: &str) -> Result<Need, String> {
             _ => {
                 return Err(format!(
                     "{path}.count must be an integer from 1 to {MAX_COUNT}; hint: to forbid an action, list it in 'writes' and require nothing of it"
-                ));
+                ).into());
             }
         },
         Some(_) => {
-            return Err(format!(
-                "{path}.count must be an integer from 1 to {MAX_COUNT}"
-            ));
+            return Err(format!("{path}.count must be an integer from 1 to {MAX_COUNT}").into());
         }
     };
     Ok(Need {
@@ -271,7 +270,7 @@ mod tests {
     use serde_json::json;
 
     fn err(v: Value) -> String {
-        parse_spec(&v, "").unwrap_err()
+        parse_spec(&v, "").unwrap_err().0
     }
 
     #[test]
@@ -306,7 +305,8 @@ mod tests {
                 &json!({"requirements": [{"action": "a", "cnt": 1}]}),
                 "requirements"
             )
-            .unwrap_err(),
+            .unwrap_err()
+            .0,
             "requirements.requirements[0]: unknown key 'cnt' (allowed: action, arguments, evidence, evidence_fields, count)"
         );
     }

@@ -99,8 +99,8 @@ fn both_readers_see_the_object_form_and_check_the_rest_of_the_line() {
     )
     .to_string();
     let want = "events[0]: Each event requires boolean 'success', not a string.";
-    assert_eq!(parse_case(bad.as_bytes()).unwrap_err(), want);
-    assert_eq!(parse_case_serde_json(bad.as_bytes()).unwrap_err(), want);
+    assert_eq!(parse_case(bad.as_bytes()).unwrap_err().0, want);
+    assert_eq!(parse_case_serde_json(bad.as_bytes()).unwrap_err().0, want);
     // An array of requirements is not the object form.
     let list = case(json!([{"action": "a"}]), json!([])).to_string();
     assert!(!parse_case(list.as_bytes()).unwrap().object_form);
@@ -165,14 +165,14 @@ fn list_form_refuses_object_form_keys() {
         );
         let e = evident_eval::case::parse_case_serde_json(line.as_bytes()).unwrap_err();
         assert!(
-            e.contains(&format!("'{key}' is a key of the object form")),
+            e.0.contains(&format!("'{key}' is a key of the object form")),
             "{e}"
         );
         let file = serde_json::to_vec(&json!([{"action": "a", key: 1}])).unwrap();
         assert!(
             adapt::parse_requirements(&file)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains(key)
         );
     }
@@ -343,7 +343,7 @@ mod openai_chat {
             "run-1",
             o,
         )
-        .map_err(|e| e.0)
+        .map_err(|e| e.to_string())
     }
 
     fn call(id: &str, name: &str, args: &str) -> Value {
@@ -476,6 +476,6 @@ mod openai_chat {
             &opts(&["E"], None),
         )
         .unwrap_err();
-        assert!(e.0.contains("openai-chat format only"), "{e}");
+        assert!(e.to_string().contains("openai-chat format only"), "{e}");
     }
 }

@@ -11,16 +11,18 @@
 
 #![warn(missing_docs)]
 
+pub mod chain;
 pub mod claim;
 pub mod json;
 pub mod timestamp;
 
+pub use chain::{Chain, chain};
 pub use claim::{
     CheckType, Claim, ClaimDocument, Evidence, GateRun, MaxAge, Mutation, OnUnverified, Policy,
     RequiredCheck, Task, Verifier, VerifierKind, Wave,
 };
 pub use json::{JsonText, Pos, Spans, ValueText};
-pub use timestamp::Timestamp;
+pub use timestamp::{Timestamp, TimestampError};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -19,7 +19,7 @@ pub struct Timestamp {
 
 impl Timestamp {
     /// Parses `text` strictly; the error says what is wrong with the form.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, TimestampError> {
         parse_rfc3339(text).map(|instant| Timestamp {
             instant,
             text: text.to_string(),
@@ -75,8 +75,8 @@ impl fmt::Display for Timestamp {
 }
 
 impl std::str::FromStr for Timestamp {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = TimestampError;
+    fn from_str(s: &str) -> Result<Self, TimestampError> {
         Timestamp::parse(s)
     }
 }
@@ -108,8 +108,23 @@ impl schemars::JsonSchema for Timestamp {
     }
 }
 
-fn parse_rfc3339(s: &str) -> Result<OffsetDateTime, String> {
-    let bad = |why: &str| Err(format!("{s:?} is not an RFC 3339 timestamp: {why}"));
+/// Why a text is not a strict RFC 3339 timestamp: the text and what is wrong with its form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not an RFC 3339 timestamp: {why}")]
+pub struct TimestampError {
+    /// The text as given.
+    pub text: String,
+    /// What is wrong with it, in words.
+    pub why: &'static str,
+}
+
+fn parse_rfc3339(s: &str) -> Result<OffsetDateTime, TimestampError> {
+    let bad = |why: &'static str| {
+        Err(TimestampError {
+            text: s.to_string(),
+            why,
+        })
+    };
     let b = s.as_bytes();
     let num = |range: std::ops::Range<usize>| -> Option<u32> {
         let part = b.get(range)?;
@@ -152,7 +167,9 @@ fn parse_rfc3339(s: &str) -> Result<OffsetDateTime, String> {
         if digits > 9 {
             return bad("more than 9 fractional digits");
         }
-        let frac: u32 = s[start..i].parse().map_err(|_| "fraction".to_string())?;
+        let Ok(frac) = s[start..i].parse::<u32>() else {
+            return bad("the fraction is not a number");
+        };
         nanos = frac * 10u32.pow(9 - digits as u32);
     }
     let offset_secs: i32 = match &b[i..] {

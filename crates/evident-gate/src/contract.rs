@@ -82,22 +82,32 @@ pub enum NoChange {
 /// Whether a `[[trust]]` key has the form a key file holds: standard base64 (with
 /// padding) of 32 bytes. Caught here, the owner's mistake names the contract, line and
 /// entry; whether the bytes are an Ed25519 point is checked where the key is used.
-fn trusted_key_shape(text: &str) -> Result<(), String> {
+fn trusted_key_shape(text: &str) -> Result<(), KeyShape> {
     use base64::Engine;
     let text = text.trim();
     if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err("64 hex digits: hex is not accepted".into());
+        return Err(KeyShape::Hex);
     }
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
-        .map_err(|_| "not standard base64".to_string())?;
+        .map_err(|_| KeyShape::Key(evident_sign::PublicKeyError::NotBase64))?;
     if bytes.len() != 32 {
-        return Err(format!(
-            "decodes to {} bytes, an Ed25519 key has 32",
-            bytes.len()
-        ));
+        return Err(KeyShape::Key(evident_sign::PublicKeyError::WrongLength {
+            len: bytes.len(),
+        }));
     }
     Ok(())
+}
+
+/// Why a `[[trust]]` key does not have a key file's form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum KeyShape {
+    /// Hex, which looks like a key but is not the form a key file holds.
+    #[error("64 hex digits: hex is not accepted")]
+    Hex,
+    /// Not base64, or not 32 bytes (the same words as a key file's error).
+    #[error(transparent)]
+    Key(evident_sign::PublicKeyError),
 }
 
 /// A verifier the owner trusts, by id and Ed25519 public key.

@@ -239,7 +239,7 @@ pub async fn run_with_before(
     contract: &Contract,
     claim: ClaimDocument,
     settings: &Settings,
-    before: Option<&Result<crate::snapshot::Before, String>>,
+    before: Option<&Result<crate::snapshot::Before, crate::snapshot::SnapshotError>>,
     authenticate: &(dyn Fn(&Value) -> bool + Sync),
     sign: &(dyn Fn(&Value) -> Option<Value> + Sync),
 ) -> Outcome {
@@ -406,7 +406,7 @@ pub async fn run_with_before(
                         item.observation_error.as_ref().map(|e| scrub.scrub(e)),
                     )
                 }
-                Err(why) => (Value::Null, Some(why)),
+                Err(NotDelegated(why)) => (Value::Null, Some(why)),
             }
         } else {
             match obs.value {
@@ -628,12 +628,15 @@ async fn compare_snapshots(
     claim: &Claim,
     plan: &[Planned],
     settings: &Settings,
-    before: Option<&Result<crate::snapshot::Before, String>>,
+    before: Option<&Result<crate::snapshot::Before, crate::snapshot::SnapshotError>>,
 ) -> Vec<(usize, Value, Option<String>, Duration)> {
     // Every set is read first: which item a mutation names depends on every set's
     // names (crate::snapshot::claims).
     let base = contract.checks.len();
-    type Read<'b> = Result<(&'b BTreeMap<String, String>, BTreeMap<String, String>), String>;
+    type Read<'b> = Result<
+        (&'b BTreeMap<String, String>, BTreeMap<String, String>),
+        crate::snapshot::SnapshotError,
+    >;
     let mut reads: Vec<Option<(Duration, Read<'_>)>> = Vec::new();
     for (k, s) in contract.snapshots.iter().enumerate() {
         if plan.get(base + k).is_none_or(|p| p.waves.is_empty()) {
@@ -645,9 +648,9 @@ async fn compare_snapshots(
             None => Err(
                 "no snapshot was given: the contract declares [[snapshot]], so the gate needs --before FILE from `evident snapshot` taken before the agent ran".into(),
             ),
-            Some(Err(why)) => Err(format!("the snapshot was refused: {why}")),
+            Some(Err(why)) => Err(format!("the snapshot was refused: {why}").into()),
             Some(Ok(b)) => match b.sets.get(&s.id) {
-                None => Err(format!("the snapshot has no set {:?}", s.id)),
+                None => Err(format!("the snapshot has no set {:?}", s.id).into()),
                 Some(then) => {
                     let limit = settings.deadline.min(Duration::from_secs(600));
                     crate::snapshot::read(s, &settings.context, limit)
@@ -682,7 +685,7 @@ async fn compare_snapshots(
                 let (obs, err) = crate::snapshot::observation(&diffs);
                 out.push((base + k, Value::Object(obs), err, *took));
             }
-            Err(e) => out.push((base + k, Value::Null, Some(e.clone()), *took)),
+            Err(e) => out.push((base + k, Value::Null, Some(e.to_string()), *took)),
         }
     }
     out
@@ -709,6 +712,18 @@ fn probe_source(check: &Check) -> Source {
     source
 }
 
+/// Why no evidence item may stand for a delegated check: an observation error
+/// (unverified, never verified). A leaf: the message is all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+struct NotDelegated(String);
+
+impl From<String> for NotDelegated {
+    fn from(message: String) -> NotDelegated {
+        NotDelegated(message)
+    }
+}
+
 /// For a delegated check: the agent's evidence item signed by `signer` that is bound
 /// to this claim and to the commit the gate sees in a clean tree, newest first. Why
 /// none qualifies, otherwise (an observation error: unverified, never verified).
@@ -719,7 +734,7 @@ fn delegated_item<'a>(
     binding: &str,
     head: Option<&(Observation, Duration)>,
     authenticate: &(dyn Fn(&Value) -> bool + Sync),
-) -> Result<(usize, &'a Evidence), String> {
+) -> Result<(usize, &'a Evidence), NotDelegated> {
     let commit = match head.map(|(o, _)| &o.value) {
         Some(Ok(obj)) if obj.get("clean") == Some(&Value::Bool(true)) => obj
             .get("commit")
@@ -728,19 +743,20 @@ fn delegated_item<'a>(
         Some(Ok(_)) => {
             return Err(format!(
                 "delegated to {signer:?}: the working tree has changes beyond its HEAD commit, so no signed observation of a commit can speak for it"
-            ));
+            ).into());
         }
         Some(Err(e)) => {
             return Err(format!(
                 "delegated to {signer:?}: the gate could not read the commit it sees ({e}); a delegated check needs the root to be a clean git work tree"
-            ));
+            ).into());
         }
         None => None,
     };
     let Some(commit) = commit else {
         return Err(format!(
             "delegated to {signer:?}: the root's git repository has no HEAD commit"
-        ));
+        )
+        .into());
     };
     let raw: Vec<&str> = claim.raw.items("evidence").collect();
     let mut by_signer = 0;
@@ -769,11 +785,11 @@ fn delegated_item<'a>(
         }
     }
     best.ok_or_else(|| {
-        format!(
+        NotDelegated(format!(
             "delegated to {signer:?}: no evidence item in the claim is signed by it for check {:?} ({}), bound to this claim (bound_to) and to commit {commit} ({by_signer} such item(s) name the signer)",
             check.id,
             check.check_type.as_str()
-        )
+        ))
     })
 }
 

@@ -158,10 +158,32 @@ fn field_text(v: &Value) -> String {
     }
 }
 
+/// A field a target template names that the source's item does not give.
+#[derive(Debug)]
+struct MissingField(String);
+
+/// Why a snapshot could not be taken, or a snapshot file is refused. A leaf: the
+/// message names the snapshot and says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SnapshotError(pub String);
+
+impl From<String> for SnapshotError {
+    fn from(message: String) -> SnapshotError {
+        SnapshotError(message)
+    }
+}
+
+impl From<&str> for SnapshotError {
+    fn from(message: &str) -> SnapshotError {
+        SnapshotError(message.to_string())
+    }
+}
+
 /// The template filled in one pass: a value that itself contains `{name}` is kept as
 /// written, never filled again (a row could otherwise rename itself). The missing
 /// field's name, otherwise.
-fn fill(template: &str, fields: &Map<String, Value>) -> Result<String, String> {
+fn fill(template: &str, fields: &Map<String, Value>) -> Result<String, MissingField> {
     let mut out = String::new();
     let mut rest = template;
     while let Some(i) = rest.find('{') {
@@ -172,7 +194,9 @@ fn fill(template: &str, fields: &Map<String, Value>) -> Result<String, String> {
             return Ok(out);
         };
         let name = &after[..j];
-        let v = fields.get(name).ok_or_else(|| name.to_string())?;
+        let v = fields
+            .get(name)
+            .ok_or_else(|| MissingField(name.to_string()))?;
         out.push_str(&field_text(v));
         rest = &after[j + 1..];
     }
@@ -182,11 +206,11 @@ fn fill(template: &str, fields: &Map<String, Value>) -> Result<String, String> {
 
 /// Each item's target: the template filled from its fields. A missing field or two
 /// items with one target is an error (the set could not be compared item by item).
-fn targets(s: &Snapshot, items: Vec<Item>) -> Result<BTreeMap<String, String>, String> {
+fn targets(s: &Snapshot, items: Vec<Item>) -> Result<BTreeMap<String, String>, SnapshotError> {
     let template = s.template().unwrap_or("{path}");
     let mut out = BTreeMap::new();
     for item in items {
-        let t = fill(template, &item.fields).map_err(|n| {
+        let t = fill(template, &item.fields).map_err(|MissingField(n)| {
             format!(
                 "snapshot {:?}: the target template names {{{n}}}, which the source does not give (columns: {})",
                 s.id,
@@ -197,7 +221,8 @@ fn targets(s: &Snapshot, items: Vec<Item>) -> Result<BTreeMap<String, String>, S
             return Err(format!(
                 "snapshot {:?}: two items have the target {t:?}; name them by a unique column",
                 s.id
-            ));
+            )
+            .into());
         }
     }
     Ok(out)
@@ -208,7 +233,7 @@ pub async fn read(
     s: &Snapshot,
     ctx: &Context,
     limit: Duration,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, SnapshotError> {
     let items = evident_probes::sets::read(&s.source, ctx, limit)
         .await
         .map_err(|e: ProbeError| format!("snapshot {:?}: {e}", s.id))?;
@@ -227,7 +252,7 @@ pub async fn take(
     ctx: &Context,
     limit: Duration,
     verifier: &str,
-) -> Result<Value, String> {
+) -> Result<Value, SnapshotError> {
     if contract.snapshots.is_empty() {
         return Err("the contract declares no [[snapshot]]".into());
     }
@@ -254,6 +279,10 @@ pub struct Before {
     pub sets: BTreeMap<String, BTreeMap<String, String>>,
 }
 
+/// Why the gate's ledger could not be read to look a snapshot up (any error; its
+/// causes are shown).
+pub type LedgerUnread = Box<dyn std::error::Error + Send + Sync>;
+
 /// How a snapshot file is shown to be the owner's: a signed one by `authenticate`
 /// (the gate's key or a `[[snapshot_signer]]`), an unsigned one by `recorded` (its
 /// digest is in the gate's ledger for this contract; `Err` when the ledger could
@@ -262,7 +291,7 @@ pub struct Provenance<'a> {
     /// Whether a signed snapshot's signature verifies with a key trusted for snapshots.
     pub authenticate: &'a dyn Fn(&Value) -> bool,
     /// Whether an unsigned snapshot's digest is in the gate's ledger for this contract.
-    pub recorded: &'a dyn Fn(&Value) -> Result<bool, String>,
+    pub recorded: &'a dyn Fn(&Value) -> Result<bool, LedgerUnread>,
 }
 
 /// Checks a snapshot file for `contract` at `now`: signed by a key the gate trusts
@@ -275,12 +304,12 @@ pub fn check(
     contract: &Contract,
     now: &Timestamp,
     provenance: &Provenance<'_>,
-) -> Result<Before, String> {
+) -> Result<Before, SnapshotError> {
     let obj = doc
         .as_object()
         .ok_or("the snapshot file is not a JSON object")?;
     if obj.get("format").and_then(Value::as_str) != Some(FORMAT) {
-        return Err(format!("not an {FORMAT} file (format)"));
+        return Err(format!("not an {FORMAT} file (format)").into());
     }
     if obj.get("signature").is_some() {
         if !(provenance.authenticate)(doc) {
@@ -294,8 +323,9 @@ pub fn check(
             }
             Err(e) => {
                 return Err(format!(
-                    "the snapshot is unsigned and the gate's ledger could not be read to find it: {e}"
-                ));
+                    "the snapshot is unsigned and the gate's ledger could not be read to find it: {}",
+                    evident_format::chain(&*e)
+                ).into());
             }
         }
     }
@@ -314,7 +344,8 @@ pub fn check(
     if age > max {
         return Err(format!(
             "the snapshot is stale: taken {age:.0} s ago, more than snapshot_max_age_s = {max}"
-        ));
+        )
+        .into());
     }
     if age < -5.0 {
         return Err("the snapshot is dated in the future".into());
@@ -329,7 +360,8 @@ pub fn check(
     if want_sorted != have {
         return Err(format!(
             "the snapshot holds sets {have:?}, the contract declares {want_sorted:?}"
-        ));
+        )
+        .into());
     }
     Ok(Before {
         taken_at: taken,
@@ -493,7 +525,10 @@ mod tests {
         let f: Map<String, Value> =
             serde_json::from_value(json!({"a": "{b}", "b": "4471"})).unwrap();
         assert_eq!(fill("{a}/{b}", &f).unwrap(), "{b}/4471");
-        assert_eq!(fill("accounts/{id}", &f), Err("id".to_string()));
+        assert_eq!(
+            fill("accounts/{id}", &f).map_err(|MissingField(n)| n),
+            Err("id".to_string())
+        );
     }
 
     #[test]

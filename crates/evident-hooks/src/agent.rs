@@ -2,6 +2,7 @@
 //! refused on stdout. Every answer exits 0 with JSON on stdout: agents treat other
 //! exit codes (and a crash) as "let the stop through", which evident never relies on.
 
+use crate::error::{HookError, json};
 use serde_json::{Value, json};
 
 /// The coding agents evident answers. Each protocol fact, and where it comes from, is
@@ -172,12 +173,16 @@ pub struct Event {
 /// Read the event JSON an agent writes on stdin. `event_flag` is the `--event NAME`
 /// the registered command passes (Copilot CLI's camelCase payloads do not name the
 /// event); a payload's own `hook_event_name` must agree with it.
-pub fn parse_event(agent: Agent, bytes: &[u8], event_flag: Option<&str>) -> Result<Event, String> {
+pub fn parse_event(
+    agent: Agent,
+    bytes: &[u8],
+    event_flag: Option<&str>,
+) -> Result<Event, HookError> {
     if bytes.len() > 16 * 1024 * 1024 {
         return Err("the hook event on stdin exceeds 16 MiB".into());
     }
-    let v: Value = serde_json::from_slice(bytes)
-        .map_err(|e| format!("the hook event on stdin is not JSON: {e}"))?;
+    let v: Value =
+        serde_json::from_slice(bytes).map_err(json("the hook event on stdin is not JSON"))?;
     if !v.is_object() {
         return Err("the hook event on stdin is not a JSON object".into());
     }
@@ -188,7 +193,7 @@ pub fn parse_event(agent: Agent, bytes: &[u8], event_flag: Option<&str>) -> Resu
             return Err(format!(
                 "the hook event names itself {a:?} but the command was registered with --event {b}; hint: run `evident init {}` again",
                 agent.name()
-            ));
+            ).into());
         }
         (Some(a), _) => a,
         (None, Some(b)) => b.to_string(),
@@ -196,7 +201,7 @@ pub fn parse_event(agent: Agent, bytes: &[u8], event_flag: Option<&str>) -> Resu
             return Err(format!(
                 "the hook event does not say which event it is (no hook_event_name, no --event); hint: run `evident init {}` again, it registers the command with --event",
                 agent.name()
-            ));
+            ).into());
         }
     };
     if let Some(f) = event_flag
@@ -205,7 +210,8 @@ pub fn parse_event(agent: Agent, bytes: &[u8], event_flag: Option<&str>) -> Resu
         return Err(format!(
             "--event {f:?} is not an event evident answers for {}",
             agent.name()
-        ));
+        )
+        .into());
     }
     let kind = agent.kind_of(&name);
     // Cursor's conversation_id is in every event of its common schema; prefer it so a

@@ -7,6 +7,7 @@
 //! transcript shows that git does not, and a change git shows that no call in the
 //! transcript names, are findings. They inform; the contract's checks decide.
 
+use crate::error::HookError;
 use std::path::Path;
 
 use evident_probes::Scrubber;
@@ -103,17 +104,14 @@ fn relative(path: &str, cwd: &Path, top: &Path) -> Option<String> {
 
 /// Builds the claim from what git shows changed since `base`, with the transcript's
 /// task, outcome and findings; `Err` when git could not be read.
-pub async fn build(witness: &Witness, input: Input<'_>) -> Result<Built, String> {
-    let changes = witness
-        .changes(input.base)
-        .await
-        .map_err(|e| format!("git: {e}"))?;
+pub async fn build(witness: &Witness, input: Input<'_>) -> Result<Built, HookError> {
+    let changes = witness.changes(input.base).await.map_err(HookError::Git)?;
     let at = input
         .at
         .replace_nanosecond(0)
         .unwrap_or(input.at)
         .format(&time::format_description::well_known::Rfc3339)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("the time cannot be written as RFC 3339: {e}"))?;
     let top = witness.top();
     let cwd = input
         .cwd

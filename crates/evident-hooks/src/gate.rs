@@ -1,6 +1,7 @@
 //! The one place the hook runs the gate and records its decision (so switching to a
 //! shared pipeline is a change here only).
 
+use crate::error::{HookError, json};
 use std::path::{Path, PathBuf};
 
 use std::time::Duration;
@@ -48,11 +49,11 @@ pub fn decide(
     claim: Value,
     root: &Path,
     opts: &Options,
-) -> Result<Decision, String> {
-    let bytes = serde_json::to_vec(&claim).map_err(|e| e.to_string())?;
-    let claim = Claim::parse(&bytes, "<built claim>").map_err(|e| e.to_string())?;
+) -> Result<Decision, HookError> {
+    let bytes = serde_json::to_vec(&claim).map_err(json("the built claim"))?;
+    let claim = Claim::parse(&bytes, "<built claim>").map_err(HookError::from)?;
     let key = match &opts.key {
-        Some(p) => Some(evident_sign::Key::load(p).map_err(|e| e.to_string())?),
+        Some(p) => Some(evident_sign::Key::load(p).map_err(HookError::from)?),
         None => None,
     };
     let settings = evident_gate::Settings {
@@ -81,7 +82,7 @@ pub fn decide(
         },
         before: opts.before.clone(),
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(HookError::from)?;
     // The verdict's words and each check's error can hold the agent's text (a path,
     // a command's output): shown with control characters escaped, so only evident's
     // own newlines separate the lines the agent and the user read.

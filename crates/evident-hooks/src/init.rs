@@ -2,6 +2,7 @@
 //! agent's settings file with evident's hooks merged in (other hooks kept, idempotent,
 //! the evident binary named by absolute path, a timeout above the contract's deadline).
 
+use crate::error::{HookError, io_at, json};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -213,7 +214,7 @@ fn entry(agent: Agent, cmd: String) -> Value {
 /// Merge evident's hooks into an agent's settings document. Existing hooks are kept;
 /// an entry already running `evident … hook AGENT` is replaced in place (so running
 /// init twice changes nothing, and a moved binary is updated).
-pub fn merge(agent: Agent, existing: Option<Value>, binary: &Path) -> Result<Value, String> {
+pub fn merge(agent: Agent, existing: Option<Value>, binary: &Path) -> Result<Value, HookError> {
     let mut doc = existing.unwrap_or_else(|| json!({}));
     let root = doc
         .as_object_mut()
@@ -277,7 +278,7 @@ pub fn merge(agent: Agent, existing: Option<Value>, binary: &Path) -> Result<Val
 }
 
 /// What init would write: (path, content) pairs; the contract only when absent.
-pub fn plan(agent: Agent, root: &Path, binary: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+pub fn plan(agent: Agent, root: &Path, binary: &Path) -> Result<Vec<(PathBuf, String)>, HookError> {
     let mut out = Vec::new();
     let contract = root.join(crate::CONTRACT_PATH);
     if !contract.exists() {
@@ -292,10 +293,10 @@ pub fn plan(agent: Agent, root: &Path, binary: &Path) -> Result<Vec<(PathBuf, St
             )
         })?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("{}: {e}", settings.display())),
+        Err(e) => return Err(io_at(&settings)(e)),
     };
     let merged = merge(agent, existing, binary)?;
-    let text = serde_json::to_string_pretty(&merged).map_err(|e| e.to_string())? + "\n";
+    let text = serde_json::to_string_pretty(&merged).map_err(json("the merged settings"))? + "\n";
     out.push((settings, text));
     Ok(out)
 }

@@ -10,10 +10,12 @@
 
 pub mod agent;
 pub mod claim;
+pub mod error;
 pub mod gate;
 pub mod init;
 pub mod state;
 
+use crate::error::{HookError, io, io_at};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -170,6 +172,12 @@ impl From<String> for Failure {
     }
 }
 
+impl From<HookError> for Failure {
+    fn from(e: HookError) -> Self {
+        Failure::from(evident_format::chain(&e))
+    }
+}
+
 fn handle(
     agent: Agent,
     stdin: &[u8],
@@ -180,7 +188,10 @@ fn handle(
     let mut log = Vec::new();
     let event = match agent::parse_event(agent, stdin, opts.event.as_deref()) {
         Ok(e) => e,
-        Err(e) => return (refuse_error(&e, None), vec![e]),
+        Err(e) => {
+            let m = evident_format::chain(&e);
+            return (refuse_error(&m, None), vec![m]);
+        }
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -200,14 +211,18 @@ fn handle(
                     match pending.map(|p| keep_snapshot(opts, p)) {
                         Some(Ok(l)) => log.push(l),
                         Some(Err(e)) => log.push(format!(
-                            "evident hook: session start: the snapshot could not be kept ({e}); the stop will be unverified"
+                            "evident hook: session start: the snapshot could not be kept ({}); the stop will be unverified",
+                            evident_format::chain(&e)
                         )),
                         None => {}
                     }
                 }
                 // A session start cannot refuse anything: say so on stderr; the stop
                 // falls back to the default branch's merge-base.
-                Err(e) => log.push(format!("evident hook: session start: {e}")),
+                Err(e) => log.push(format!(
+                    "evident hook: session start: {}",
+                    evident_format::chain(&e)
+                )),
             }
             (Answer::Silent, log)
         }
@@ -256,7 +271,7 @@ fn refuse_error(message: &str, on_unverified: Option<OnUnverified>) -> Answer {
 }
 
 /// The repository a hook event is about.
-fn repo_dir(agent: Agent, event: &Event, env: Env<'_>) -> Result<PathBuf, String> {
+fn repo_dir(agent: Agent, event: &Event, env: Env<'_>) -> Result<PathBuf, HookError> {
     let dir = match (agent, env("CLAUDE_PROJECT_DIR")) {
         (Agent::ClaudeCode, Some(d)) if !d.is_empty() => d,
         _ => event
@@ -264,32 +279,30 @@ fn repo_dir(agent: Agent, event: &Event, env: Env<'_>) -> Result<PathBuf, String
             .clone()
             .ok_or("the hook event names no cwd (the repository)")?,
     };
-    PathBuf::from(&dir)
-        .canonicalize()
-        .map_err(|e| format!("{dir}: {e}"))
+    PathBuf::from(&dir).canonicalize().map_err(io(dir.clone()))
 }
 
-fn state_dir(opts: &Options, env: Env<'_>) -> Result<PathBuf, String> {
+fn state_dir(opts: &Options, env: Env<'_>) -> Result<PathBuf, HookError> {
     opts.state_dir
         .clone()
         .or_else(|| state::default_dir(env))
         .ok_or_else(|| "no state directory: set --state-dir, XDG_STATE_HOME or HOME".into())
 }
 
-async fn open_witness(dir: &Path, env: Env<'_>) -> Result<Witness, String> {
+async fn open_witness(dir: &Path, env: Env<'_>) -> Result<Witness, HookError> {
     Witness::open(dir, env("PATH").as_deref())
         .await
-        .map_err(|e| format!("git: {e}"))
+        .map_err(HookError::Git)
 }
 
 /// The default baseline without a session start: the merge-base of HEAD with the
 /// repository's default branch (the remote's first: the agent moves local branches
 /// by committing), else HEAD.
-pub async fn default_baseline(w: &Witness) -> Result<(String, String), String> {
+pub async fn default_baseline(w: &Witness) -> Result<(String, String), HookError> {
     let head = w
         .resolve("HEAD")
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(HookError::from)?
         .ok_or("the repository has no commit yet: commit once so evident has a baseline")?;
     for r in [
         "refs/remotes/origin/HEAD",
@@ -298,8 +311,8 @@ pub async fn default_baseline(w: &Witness) -> Result<(String, String), String> {
         "refs/heads/main",
         "refs/heads/master",
     ] {
-        if w.resolve(r).await.map_err(|e| e.to_string())?.is_some()
-            && let Some(mb) = w.merge_base("HEAD", r).await.map_err(|e| e.to_string())?
+        if w.resolve(r).await.map_err(HookError::from)?.is_some()
+            && let Some(mb) = w.merge_base("HEAD", r).await.map_err(HookError::from)?
         {
             return Ok((mb, format!("merge-base of HEAD with {r}")));
         }
@@ -318,15 +331,15 @@ async fn session_start(
     opts: &Options,
     env: Env<'_>,
     started: time::OffsetDateTime,
-) -> Result<(String, Option<Pending>), String> {
+) -> Result<(String, Option<Pending>), HookError> {
     let dir = PathBuf::from(event.cwd.as_deref().ok_or("no cwd")?);
     let w = open_witness(&dir, env).await?;
-    let top = w.top().canonicalize().map_err(|e| e.to_string())?;
+    let top = w.top().canonicalize().map_err(io_at(w.top()))?;
     let store = state::Store::open(&state_dir(opts, env)?, &top)?;
     let head = w
         .resolve("HEAD")
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(HookError::from)?
         .ok_or("the repository has no commit yet")?;
     let key = state::session_key(&event.session_id, &top);
     let s = store.create(
@@ -358,7 +371,10 @@ async fn session_start(
         "contract.toml"
     };
     let contract =
-        evident_gate::Contract::parse(&bytes, kind).map_err(|e| format!("{name}: {e}"))?;
+        evident_gate::Contract::parse(&bytes, kind).map_err(|source| HookError::Contract {
+            name: name.clone(),
+            source,
+        })?;
     if contract.contract.snapshots.is_empty() {
         return Ok((line, None));
     }
@@ -375,7 +391,7 @@ async fn session_start(
         for s in &contract.contract.snapshots {
             s.source.register_secrets(&ctx.env, &mut scrub);
         }
-        format!("snapshot: {}", scrub.scrub(&e))
+        format!("snapshot: {}", scrub.scrub(&e.0))
     })?;
     let ledger = ledger_location(opts, env, &store);
     Ok((line, Some(Pending { path, ledger, doc })))
@@ -390,26 +406,23 @@ async fn owner_contract(
     opts: &Options,
     top: &Path,
     rev: &str,
-) -> Result<(Vec<u8>, String, bool), String> {
+) -> Result<(Vec<u8>, String, bool), HookError> {
     let base_short = &rev[..rev.len().min(12)];
     Ok(match &opts.contract {
         Some(p) => {
             let real = p
                 .canonicalize()
-                .map_err(|e| format!("--contract {}: {e}", p.display()))?;
+                .map_err(io(format!("--contract {}", p.display())))?;
             if real.starts_with(top) {
                 return Err(format!(
                     "--contract {} lies inside the working tree {}, where the agent can rewrite it; hint: keep it outside, or commit it as {CONTRACT_PATH} (read at the baseline commit)",
                     real.display(),
                     top.display()
-                ));
+                ).into());
             }
-            let b = std::fs::read(&real).map_err(|e| format!("{}: {e}", real.display()))?;
+            let b = std::fs::read(&real).map_err(io_at(&real))?;
             if b.len() as u64 > MAX_CONTRACT {
-                return Err(format!(
-                    "{}: larger than {MAX_CONTRACT} bytes",
-                    real.display()
-                ));
+                return Err(format!("{}: larger than {MAX_CONTRACT} bytes", real.display()).into());
             }
             (b, real.display().to_string(), false)
         }
@@ -417,7 +430,7 @@ async fn owner_contract(
             let b = w
                 .file_at(rev, CONTRACT_PATH, MAX_CONTRACT)
                 .await
-                .map_err(|e| format!("git: {e}"))?
+                .map_err(HookError::Git)?
                 .ok_or_else(|| {
                     format!(
                         "no contract: {CONTRACT_PATH} is not in the baseline commit {base_short}; hint: run `evident init {}` and commit the contract, or pass --contract PATH (outside the working tree)",
@@ -450,12 +463,12 @@ struct Pending {
 /// Signs the session's snapshot with `--key`, or records its hash in the ledger, and
 /// keeps it in the state directory (outside the tree) for the stop's gate. Outside the
 /// hook's runtime: the ledger runs its own.
-fn keep_snapshot(opts: &Options, p: Pending) -> Result<String, String> {
+fn keep_snapshot(opts: &Options, p: Pending) -> Result<String, HookError> {
     let mut doc = p.doc;
     let how = match &opts.key {
         Some(k) => {
-            let key = evident_sign::Key::load(k).map_err(|e| e.to_string())?;
-            evident_sign::attach_signature(&mut doc, &key).map_err(|e| e.to_string())?;
+            let key = evident_sign::Key::load(k).map_err(HookError::from)?;
+            evident_sign::attach_signature(&mut doc, &key).map_err(HookError::from)?;
             format!("signed by {}", key.id())
         }
         None => {
@@ -480,7 +493,7 @@ fn stop(
 ) -> Result<Answer, Failure> {
     let dir = repo_dir(agent, event, env)?;
     let w = runtime.block_on(open_witness(&dir, env))?;
-    let top = w.top().canonicalize().map_err(|e| e.to_string())?;
+    let top = w.top().canonicalize().map_err(io_at(w.top()))?;
     let sdir = state_dir(opts, env)?;
     let store = state::Store::open(&sdir, &top)?;
     // Another session's stop may hold the lock for its whole gate: waiting without a
@@ -597,13 +610,17 @@ fn checked(
     } else {
         "contract.toml"
     };
-    let contract = evident_gate::Contract::parse(&contract_bytes, file_kind)
-        .map_err(|e| format!("{contract_name}: {e}"))?;
+    let contract = evident_gate::Contract::parse(&contract_bytes, file_kind).map_err(|source| {
+        HookError::Contract {
+            name: contract_name.to_string(),
+            source,
+        }
+    })?;
     let settings = HookSettings::of(&contract.contract);
     *settings_out = settings;
     let policy = contract.contract.policy.on_unverified;
-    let fail = |m: String| Failure {
-        message: m,
+    let fail = |e: HookError| Failure {
+        message: evident_format::chain(&e),
         on_unverified: policy,
     };
     let contract_hash = hex::encode(Sha256::digest(&contract_bytes));
@@ -634,7 +651,8 @@ fn checked(
         // on_unverified, or refuted work could pass as "could not check".
         .map_err(|e| {
             Failure::from(format!(
-                "{e} (the working tree or the repository could not be read; this refuses the stop whatever the contract's on_unverified says)"
+                "{} (the working tree or the repository could not be read; this refuses the stop whatever the contract's on_unverified says)",
+                evident_format::chain(&e)
             ))
         })?;
     for f in built.findings.iter().take(MAX_FINDINGS_SHOWN) {
@@ -862,7 +880,7 @@ fn refusal(
     reason: String,
     record: Option<String>,
     log: &mut Vec<String>,
-) -> Result<Answer, String> {
+) -> Result<Answer, HookError> {
     session.refusals += 1;
     let n = session.refusals;
     if n >= settings.max_refusals {
@@ -895,23 +913,28 @@ fn read_transcript(
     let format = agent.transcript_format()?;
     let path = event.transcript_path.as_deref()?;
     read_trace(format, Path::new(path))
-        .map_err(|e| log.push(format!("evident: transcript not used: {e}")))
+        .map_err(|e| {
+            log.push(format!(
+                "evident: transcript not used: {}",
+                evident_format::chain(&e)
+            ))
+        })
         .ok()
 }
 
 /// Read a transcript file of the given format.
-pub fn read_trace(format: TranscriptFormat, path: &Path) -> Result<evident_traces::Trace, String> {
+pub fn read_trace(
+    format: TranscriptFormat,
+    path: &Path,
+) -> Result<evident_traces::Trace, HookError> {
     use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let f = std::fs::File::open(path).map_err(io_at(path))?;
     let mut b = Vec::new();
     f.take(MAX_TRANSCRIPT + 1)
         .read_to_end(&mut b)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(io_at(path))?;
     if b.len() as u64 > MAX_TRANSCRIPT {
-        return Err(format!(
-            "{}: larger than {MAX_TRANSCRIPT} bytes",
-            path.display()
-        ));
+        return Err(format!("{}: larger than {MAX_TRANSCRIPT} bytes", path.display()).into());
     }
     let name = path.display().to_string();
     match format {
@@ -919,7 +942,7 @@ pub fn read_trace(format: TranscriptFormat, path: &Path) -> Result<evident_trace
         TranscriptFormat::Codex => evident_traces::codex::read(&b, &name),
         TranscriptFormat::Atif => evident_traces::atif::read(&b, &name),
     }
-    .map_err(|e| e.to_string())
+    .map_err(HookError::from)
 }
 
 /// `evident claim --from FORMAT TRANSCRIPT [--repo DIR] [--base REV]`: the claim the
@@ -930,24 +953,24 @@ pub fn claim_from(
     repo: &Path,
     base: Option<&str>,
     env: Env<'_>,
-) -> Result<serde_json::Value, String> {
+) -> Result<serde_json::Value, HookError> {
     let trace = read_trace(format, transcript)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(io("cannot start the async runtime"))?;
     runtime.block_on(async {
         let w = open_witness(repo, env).await?;
         let base = match base {
             Some(b) => w
                 .resolve(b)
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(HookError::from)?
                 .ok_or_else(|| format!("--base {b:?} names no commit"))?,
             None => default_baseline(&w).await?.0,
         };
         let scrub = evident_probes::Scrubber::default();
-        let cwd = repo.canonicalize().map_err(|e| e.to_string())?;
+        let cwd = repo.canonicalize().map_err(io_at(repo))?;
         let built = claim::build(
             &w,
             claim::Input {

@@ -8,6 +8,7 @@
 //! of the raw id and the repository, so two sessions (or one session in two
 //! repositories) never share a file and no id can name a path.
 
+use crate::error::{HookError, io, io_at, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -108,16 +109,16 @@ fn mac(key: &[u8], s: &Session) -> String {
     )
 }
 
-fn seal(key: &[u8], s: &Session) -> Result<Vec<u8>, String> {
+fn seal(key: &[u8], s: &Session) -> Result<Vec<u8>, HookError> {
     serde_json::to_vec_pretty(&Sealed {
         session: s.clone(),
         mac: mac(key, s),
     })
-    .map_err(|e| e.to_string())
+    .map_err(json("the session state"))
 }
 
 /// The store's key, created on first use from the system's random source.
-fn load_key(dir: &Path) -> Result<Vec<u8>, String> {
+fn load_key(dir: &Path) -> Result<Vec<u8>, HookError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let p = dir.join("key");
@@ -129,7 +130,7 @@ fn load_key(dir: &Path) -> Result<Vec<u8>, String> {
     let mut k = vec![0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut k))
-        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+        .map_err(io("cannot read /dev/urandom"))?;
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -137,36 +138,35 @@ fn load_key(dir: &Path) -> Result<Vec<u8>, String> {
         .open(&p)
     {
         Ok(mut f) => {
-            f.write_all(&k)
-                .map_err(|e| format!("{}: {e}", p.display()))?;
+            f.write_all(&k).map_err(io_at(&p))?;
             Ok(k)
         }
         // Another hook made it first: use that one.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::read(&p)
             .ok()
             .filter(|k| k.len() == 32)
-            .ok_or_else(|| format!("{}: the state key is damaged", p.display())),
-        Err(e) => Err(format!("{}: {e}", p.display())),
+            .ok_or_else(|| format!("{}: the state key is damaged", p.display()).into()),
+        Err(e) => Err(io_at(&p)(e)),
     }
 }
 
 impl Store {
     /// The store at `dir` (created, owner-only). `dir` must not lie inside `repo`:
     /// the agent could forge its entries there.
-    pub fn open(dir: &Path, repo: &Path) -> Result<Store, String> {
+    pub fn open(dir: &Path, repo: &Path) -> Result<Store, HookError> {
         for sub in ["sessions", "locks"] {
-            std::fs::create_dir_all(dir.join(sub))
-                .map_err(|e| format!("cannot create the state directory {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir.join(sub)).map_err(io(format!(
+                "cannot create the state directory {}",
+                dir.display()
+            )))?;
         }
-        let dir = dir
-            .canonicalize()
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let dir = dir.canonicalize().map_err(io_at(dir))?;
         if dir.starts_with(repo) {
             return Err(format!(
                 "the state directory {} lies inside the repository {}, where the agent can write its baseline and decisions; hint: use a directory outside the working tree (--state-dir)",
                 dir.display(),
                 repo.display()
-            ));
+            ).into());
         }
         {
             use std::os::unix::fs::PermissionsExt;
@@ -194,53 +194,56 @@ impl Store {
 
     /// Keeps a snapshot document (first write wins). It needs no MAC: the gate
     /// accepts it only signed or recorded in its ledger.
-    pub fn save_snapshot(path: &Path, doc: &serde_json::Value) -> Result<(), String> {
-        let bytes = serde_json::to_vec_pretty(doc).map_err(|e| e.to_string())?;
+    pub fn save_snapshot(path: &Path, doc: &serde_json::Value) -> Result<(), HookError> {
+        let bytes = serde_json::to_vec_pretty(doc).map_err(json("the snapshot"))?;
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(io_at(path))?;
         f.write_all(&bytes)
             .and_then(|_| f.sync_all())
-            .map_err(|e| format!("{}: {e}", path.display()))
+            .map_err(io_at(path))
     }
 
     /// The session's snapshot, if one was taken.
-    pub fn load_snapshot(&self, key: &str) -> Result<Option<serde_json::Value>, String> {
+    pub fn load_snapshot(&self, key: &str) -> Result<Option<serde_json::Value>, HookError> {
         let p = self.snapshot_path(key);
         match std::fs::read(&p) {
-            Ok(b) => serde_json::from_slice(&b)
-                .map(Some)
-                .map_err(|e| format!("{}: the session's snapshot is damaged: {e}", p.display())),
+            Ok(b) => serde_json::from_slice(&b).map(Some).map_err(json(format!(
+                "{}: the session's snapshot is damaged",
+                p.display()
+            ))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", p.display())),
+            Err(e) => Err(io_at(&p)(e)),
         }
     }
 
     /// A session's state, `None` when it has none yet; `Err` when damaged or forged.
-    pub fn load(&self, key: &str) -> Result<Option<Session>, String> {
+    pub fn load(&self, key: &str) -> Result<Option<Session>, HookError> {
         let p = self.session_path(key);
         match std::fs::read(&p) {
             Ok(b) => {
-                let sealed: Sealed = serde_json::from_slice(&b)
-                    .map_err(|e| format!("{}: the session state is damaged: {e}", p.display()))?;
+                let sealed: Sealed = serde_json::from_slice(&b).map_err(json(format!(
+                    "{}: the session state is damaged",
+                    p.display()
+                )))?;
                 if mac(&self.key, &sealed.session) != sealed.mac {
                     return Err(format!(
                         "{}: the session state was not written by evident (its MAC does not match): refusing to trust its baseline or decisions; hint: delete the file to start the session's state again from the default branch",
                         p.display()
-                    ));
+                    ).into());
                 }
                 Ok(Some(sealed.session))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", p.display())),
+            Err(e) => Err(io_at(&p)(e)),
         }
     }
 
     /// Record a new session: first write wins (an existing file is left alone and
     /// returned).
-    pub fn create(&self, key: &str, s: &Session) -> Result<Session, String> {
+    pub fn create(&self, key: &str, s: &Session) -> Result<Session, HookError> {
         let p = self.session_path(key);
         let bytes = seal(&self.key, s)?;
         match std::fs::OpenOptions::new()
@@ -251,29 +254,29 @@ impl Store {
             Ok(mut f) => {
                 f.write_all(&bytes)
                     .and_then(|_| f.sync_all())
-                    .map_err(|e| format!("{}: {e}", p.display()))?;
+                    .map_err(io_at(&p))?;
                 Ok(s.clone())
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self
                 .load(key)?
-                .ok_or_else(|| format!("{}: vanished", p.display())),
-            Err(e) => Err(format!("{}: {e}", p.display())),
+                .ok_or_else(|| format!("{}: vanished", p.display()).into()),
+            Err(e) => Err(io_at(&p)(e)),
         }
     }
 
     /// Replace a session's file (refusal count, last decision), atomically.
-    pub fn save(&self, key: &str, s: &Session) -> Result<(), String> {
+    pub fn save(&self, key: &str, s: &Session) -> Result<(), HookError> {
         let p = self.session_path(key);
         let tmp = p.with_extension("json.tmp");
         let bytes = seal(&self.key, s)?;
         std::fs::write(&tmp, bytes)
             .and_then(|_| std::fs::rename(&tmp, &p))
-            .map_err(|e| format!("{}: {e}", p.display()))
+            .map_err(io_at(&p))
     }
 
     /// Hold the repository's lock (gates on one repository run one at a time) until
     /// the returned file is dropped; waiting at most `wait` for another holder.
-    pub fn lock(&self, repo: &Path, wait: std::time::Duration) -> Result<std::fs::File, String> {
+    pub fn lock(&self, repo: &Path, wait: std::time::Duration) -> Result<std::fs::File, HookError> {
         let name = hex::encode(Sha256::digest(repo.as_os_str().as_encoded_bytes()));
         let p = self.dir.join("locks").join(format!("{}.lock", &name[..32]));
         let f = std::fs::OpenOptions::new()
@@ -281,7 +284,7 @@ impl Store {
             .truncate(false)
             .write(true)
             .open(&p)
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+            .map_err(io_at(&p))?;
         let until = std::time::Instant::now() + wait;
         loop {
             match f.try_lock() {
@@ -294,10 +297,10 @@ impl Store {
                         "another stop in this repository is being checked and held the lock for {} s ({}); stop again once it is done",
                         wait.as_secs(),
                         p.display()
-                    ));
+                    ).into());
                 }
                 Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(format!("{}: cannot lock: {e}", p.display()));
+                    return Err(format!("{}: cannot lock: {e}", p.display()).into());
                 }
             }
         }

@@ -23,6 +23,24 @@ use serde::{Deserialize, Serialize};
 use evident_sign::canonical_json;
 use evident_sign::{Key, TrustList, pae};
 
+/// Why a record's or a checkpoint's signature does not vouch for it, for the message
+/// naming the record. A leaf: the message is all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unsigned(pub String);
+
+impl From<String> for Unsigned {
+    fn from(message: String) -> Unsigned {
+        Unsigned(message)
+    }
+}
+
+impl From<&str> for Unsigned {
+    fn from(message: &str) -> Unsigned {
+        Unsigned(message.to_string())
+    }
+}
+
 /// The DSSE payload type of a record signature (the payload is the record's hex hash).
 pub const RECORD_PAYLOAD_TYPE: &str = "application/vnd.evident.ledger-record-hash";
 /// The DSSE payload type of a checkpoint (the payload is its canonical JSON without
@@ -61,21 +79,21 @@ impl RecordSignature {
 
     /// Check a stored signature (its text) over `hash` against a trust list. The error
     /// says why, for the message naming the record.
-    pub fn check(text: Option<&str>, hash: &str, trust: &TrustList) -> Result<(), String> {
+    pub fn check(text: Option<&str>, hash: &str, trust: &TrustList) -> Result<(), Unsigned> {
         let Some(text) = text else {
             return Err(
                 "it is not signed (whoever appended it had no key the trust list names)".into(),
             );
         };
-        let s: RecordSignature =
-            serde_json::from_str(text).map_err(|e| format!("its signature is malformed ({e})"))?;
+        let s: RecordSignature = serde_json::from_str(text)
+            .map_err(|e| Unsigned(format!("its signature is malformed ({e})")))?;
         if !verifies(
             &trust_keys(trust, &s.verifier),
             RECORD_PAYLOAD_TYPE,
             hash.as_bytes(),
             &s.sig,
         ) {
-            return Err(if trust.keys_for(&s.verifier).next().is_none() {
+            return Err(Unsigned(if trust.keys_for(&s.verifier).next().is_none() {
                 format!(
                     "it is signed as {:?}, which is not in the trust list",
                     s.verifier
@@ -85,7 +103,7 @@ impl RecordSignature {
                     "its signature does not verify with any key the trust list gives {:?}",
                     s.verifier
                 )
-            });
+            }));
         }
         Ok(())
     }
@@ -176,19 +194,21 @@ impl Checkpoint {
     }
 
     /// Does a key the trust list gives `verifier` sign this checkpoint?
-    pub fn check(&self, trust: &TrustList) -> Result<(), String> {
+    pub fn check(&self, trust: &TrustList) -> Result<(), Unsigned> {
         if self.kind != CHECKPOINT_TYPE || self.v != 1 {
             return Err(format!(
                 "not a version 1 {CHECKPOINT_TYPE} (type {:?}, v {})",
                 self.kind, self.v
-            ));
+            )
+            .into());
         }
         let keys = trust_keys(trust, &self.verifier);
         if keys.is_empty() {
             return Err(format!(
                 "it is signed as {:?}, which is not in the trust list",
                 self.verifier
-            ));
+            )
+            .into());
         }
         if !verifies(
             &keys,
@@ -199,7 +219,7 @@ impl Checkpoint {
             return Err(format!(
                 "its signature does not verify with any key the trust list gives {:?} (it was edited or forged)",
                 self.verifier
-            ));
+            ).into());
         }
         Ok(())
     }
@@ -210,7 +230,7 @@ impl Checkpoint {
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
     /// The checkpoint could not be appended (and so the head is not witnessed).
-    #[error("cannot write checkpoint file {path}: {source}")]
+    #[error("cannot write checkpoint file {path}")]
     Write {
         /// The checkpoint file.
         path: String,
@@ -218,7 +238,7 @@ pub enum CheckpointError {
         source: std::io::Error,
     },
     /// The checkpoint file could not be read.
-    #[error("cannot read checkpoint file {path}: {source}")]
+    #[error("cannot read checkpoint file {path}")]
     Read {
         /// The checkpoint file.
         path: String,
@@ -309,7 +329,7 @@ pub fn read_checkpoints(
         };
         let c: Checkpoint =
             serde_json::from_str(line).map_err(|e| invalid(format!("not a checkpoint: {e}")))?;
-        c.check(trust).map_err(invalid)?;
+        c.check(trust).map_err(|Unsigned(why)| invalid(why))?;
         heads.push((
             c.records,
             c.head.clone(),
@@ -352,9 +372,9 @@ mod tests {
         assert!(RecordSignature::check(Some(&s), &"cd".repeat(32), &trust(&gate)).is_err());
         let forged = RecordSignature::sign(&hash, &agent).to_text();
         let e = RecordSignature::check(Some(&forged), &hash, &trust(&gate)).unwrap_err();
-        assert!(e.contains("does not verify"), "{e}");
+        assert!(e.0.contains("does not verify"), "{e}");
         let e = RecordSignature::check(None, &hash, &trust(&gate)).unwrap_err();
-        assert!(e.contains("not signed"), "{e}");
+        assert!(e.0.contains("not signed"), "{e}");
         let other = Key::from_seed("agent", [3; 32]);
         let e = RecordSignature::check(
             Some(&RecordSignature::sign(&hash, &other).to_text()),
@@ -362,7 +382,7 @@ mod tests {
             &trust(&gate),
         )
         .unwrap_err();
-        assert!(e.contains("not in the trust list"), "{e}");
+        assert!(e.0.contains("not in the trust list"), "{e}");
     }
 
     #[test]

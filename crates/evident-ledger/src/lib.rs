@@ -209,10 +209,23 @@ fn resolve(location: Option<&str>) -> String {
     }
 }
 
-fn parse_location(raw: &str) -> Result<(Location, Vec<String>), String> {
+/// Why a ledger location is refused. A leaf holding text only: the parsers' errors
+/// can quote the URL's password, so only their scrubbed text is kept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+struct BadLocation(String);
+
+impl From<&str> for BadLocation {
+    fn from(message: &str) -> BadLocation {
+        BadLocation(message.to_string())
+    }
+}
+
+fn parse_location(raw: &str) -> Result<(Location, Vec<String>), BadLocation> {
     let lower = raw.to_ascii_lowercase();
     if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
-        let mut url = url::Url::parse(raw).map_err(|e| format!("not a valid URL: {e}"))?;
+        let mut url =
+            url::Url::parse(raw).map_err(|e| BadLocation(format!("not a valid URL: {e}")))?;
         let mut secrets = Vec::new();
         if let Some(p) = url.password() {
             secrets.push(p.to_string());
@@ -242,17 +255,21 @@ fn parse_location(raw: &str) -> Result<(Location, Vec<String>), String> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            return Err(format!(
+            return Err(BadLocation(format!(
                 "schema {schema:?} is not a plain identifier (letters, digits, _; at most 63)"
-            ));
+            )));
         }
         if kept.is_empty() {
             url.set_query(None);
         } else {
             url.query_pairs_mut().clear().extend_pairs(kept);
         }
-        let options = PgConnectOptions::from_str(url.as_str())
-            .map_err(|e| format!("not a PostgreSQL URL: {}", scrub(&e.to_string(), &secrets)))?;
+        let options = PgConnectOptions::from_str(url.as_str()).map_err(|e| {
+            BadLocation(format!(
+                "not a PostgreSQL URL: {}",
+                scrub(&e.to_string(), &secrets)
+            ))
+        })?;
         Ok((
             Location::Postgres {
                 options: Box::new(options),
@@ -307,7 +324,7 @@ impl Ledger {
     fn open(location: Option<&str>, create: bool) -> Result<Ledger> {
         let raw = resolve(location);
         let shown = redact_dsn(&raw);
-        let (location, secrets) = parse_location(&raw).map_err(|message| Error {
+        let (location, secrets) = parse_location(&raw).map_err(|BadLocation(message)| Error {
             kind: ErrorKind::Location,
             location: shown.clone(),
             message,
@@ -604,10 +621,10 @@ impl Ledger {
     }
 
     fn to_record(&self, row: &Row) -> Result<Record> {
-        Record::from_body(&row.body, &row.hash, row.signature.as_deref()).map_err(|message| Error {
+        Record::from_body(&row.body, &row.hash, row.signature.as_deref()).map_err(|e| Error {
             kind: ErrorKind::Corrupt,
             location: self.shown.clone(),
-            message: format!("record {}: {message}", row.id),
+            message: format!("record {}: {}", row.id, evident_format::chain(&e)),
         })
     }
 
@@ -821,7 +838,7 @@ pub fn verify_export_opts(
 /// Parse a time bound for `log --since/--until`: RFC 3339 (`2026-08-27T18:04:09Z`), a
 /// date (`2026-08-27`, midnight UTC), or an age (`90s`, `30m`, `2h`, `7d`, `1w` ago).
 /// Returns it in the stored form so it compares with record times as text.
-pub fn parse_time_bound(text: &str, now: time::OffsetDateTime) -> Result<String, String> {
+pub fn parse_time_bound(text: &str, now: time::OffsetDateTime) -> Result<String, BadTimeBound> {
     use time::format_description::well_known::Rfc3339;
     let t = text.trim();
     if let Ok(dt) = time::OffsetDateTime::parse(t, &Rfc3339) {
@@ -849,10 +866,15 @@ pub fn parse_time_bound(text: &str, now: time::OffsetDateTime) -> Result<String,
             return Ok(format_time(at));
         }
     }
-    Err(format!(
-        "{text:?} is not a time: use RFC 3339 (2026-08-27T18:04:09Z), a date (2026-08-27) or an age (30m, 2h, 7d)"
-    ))
+    Err(BadTimeBound(text.to_string()))
 }
+
+/// A `--since`/`--until` text that is none of the forms [`parse_time_bound`] reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not a time: use RFC 3339 (2026-08-27T18:04:09Z), a date (2026-08-27) or an age (30m, 2h, 7d)"
+)]
+pub struct BadTimeBound(pub String);
 
 /// Default SQLite path for a directory (`<dir>/.evident/ledger.db`).
 pub fn default_path_in(dir: &Path) -> PathBuf {

@@ -90,6 +90,11 @@ pub struct Record {
     pub signature: Option<Value>,
 }
 
+/// A stored body that does not parse as a record (serde_json says where).
+#[derive(Debug, thiserror::Error)]
+#[error("body is not a record")]
+pub struct NotARecord(#[source] pub serde_json::Error);
+
 impl Record {
     /// The record as JSON (the body's fields plus `hash`), as `show --json` and `export`
     /// print it.
@@ -105,9 +110,12 @@ impl Record {
     }
 
     /// Parse a stored body (and its stored hash and signature) back into a record.
-    pub fn from_body(body: &str, hash: &str, signature: Option<&str>) -> Result<Record, String> {
-        let full: FullBody =
-            crate::depth::from_str(body).map_err(|e| format!("body is not a record: {e}"))?;
+    pub fn from_body(
+        body: &str,
+        hash: &str,
+        signature: Option<&str>,
+    ) -> Result<Record, NotARecord> {
+        let full: FullBody = crate::depth::from_str(body).map_err(NotARecord)?;
         Ok(Record {
             id: full.id,
             time: full.time,

@@ -185,6 +185,36 @@ pub struct DecisionId {
 }
 
 /// The contract-name error the agent sees; server paths go to the log only.
+/// What an agent is told when a tool call fails: a message for it (never a server
+/// detail; those go to the log). A leaf: the message is all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl From<String> for ToolError {
+    fn from(message: String) -> ToolError {
+        ToolError(message)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> ToolError {
+        ToolError(message.to_string())
+    }
+}
+
+impl From<evident_format::Error> for ToolError {
+    fn from(e: evident_format::Error) -> ToolError {
+        ToolError(e.to_string())
+    }
+}
+
+impl rmcp::model::IntoContents for ToolError {
+    fn into_contents(self) -> Vec<rmcp::model::ContentBlock> {
+        vec![rmcp::model::ContentBlock::text(self.0)]
+    }
+}
+
 fn catalog_message(e: &CatalogError) -> String {
     match e {
         CatalogError::BadName(_) => e.to_string(),
@@ -240,7 +270,7 @@ impl Evident {
     async fn get_contract(
         &self,
         Parameters(p): Parameters<ContractName>,
-    ) -> Result<Json<ContractView>, String> {
+    ) -> Result<Json<ContractView>, ToolError> {
         self.load(p.name).await.map(|s| Json(s.view()))
     }
 
@@ -258,7 +288,7 @@ impl Evident {
         &self,
         Parameters(p): Parameters<SubmitClaim>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<Explanation>, String> {
+    ) -> Result<Json<Explanation>, ToolError> {
         let origin = self.origin(&ctx)?;
         // Under serve, parsing and deciding hold one of its decision slots, as its
         // HTTP routes do (503-like refusal past --verify-wait).
@@ -266,17 +296,15 @@ impl Evident {
             Some(app) => Some(app.decide_slot().await.map_err(|p| p.detail)?),
             None => None,
         };
-        let parsed = tokio::task::spawn_blocking(move || {
+        let parsed = tokio::task::spawn_blocking(move || -> Result<_, ToolError> {
             let bytes = serde_json::to_vec(&p.claim).map_err(|e| format!("claim: {e}"))?;
             if bytes.len() > MAX_CLAIM_BYTES {
-                return Err(format!(
-                    "claim: larger than {MAX_CLAIM_BYTES} bytes of JSON"
-                ));
+                return Err(format!("claim: larger than {MAX_CLAIM_BYTES} bytes of JSON").into());
             }
-            evident_format::Claim::parse(&bytes, "claim").map_err(|e| e.to_string())
+            Ok(evident_format::Claim::parse(&bytes, "claim")?)
         })
         .await;
-        let claim = parsed.map_err(|_| "reading the claim failed".to_string())??;
+        let claim = parsed.map_err(|_| ToolError::from("reading the claim failed"))??;
         // Held as text: counted there; only a document too deep is made a value.
         if evident_ledger::depth::of_text(claim.raw.as_str()) > evident_serve::MAX_CLAIM_DEPTH
             && let Some(path) =
@@ -285,7 +313,8 @@ impl Evident {
             return Err(format!(
                 "claim: at {path}: nested deeper than {} levels, this server's limit",
                 evident_serve::MAX_CLAIM_DEPTH
-            ));
+            )
+            .into());
         }
         let view = match p.contract {
             Some(name) => {
@@ -310,29 +339,29 @@ impl Evident {
     async fn explain_decision(
         &self,
         Parameters(p): Parameters<DecisionId>,
-    ) -> Result<Json<Explanation>, String> {
+    ) -> Result<Json<Explanation>, ToolError> {
         let d = self.cfg.decisions.clone();
         let id = p.id;
         match tokio::task::spawn_blocking(move || d.get(id)).await {
             Ok(Ok(v)) => Ok(Json(explain::explain(&v))),
-            Ok(Err(e)) => Err(read_message(&e)),
+            Ok(Err(e)) => Err(ToolError(read_message(&e))),
             Err(_) => Err("reading the decision failed".into()),
         }
     }
 }
 
 impl Evident {
-    async fn load(&self, name: String) -> Result<Served, String> {
+    async fn load(&self, name: String) -> Result<Served, ToolError> {
         let c = self.cfg.clone();
         match tokio::task::spawn_blocking(move || c.catalog.load(&name)).await {
-            Ok(r) => r.map_err(|e| catalog_message(&e)),
+            Ok(r) => r.map_err(|e| ToolError(catalog_message(&e))),
             Err(_) => Err("reading the contract failed".into()),
         }
     }
 
     /// Who asked: over HTTP the token's name serve's token layer put on the request
     /// (no name there → refused: fail closed); on stdio the configured local caller.
-    fn origin(&self, ctx: &RequestContext<RoleServer>) -> Result<Origin, String> {
+    fn origin(&self, ctx: &RequestContext<RoleServer>) -> Result<Origin, ToolError> {
         let asked_by = match ctx.extensions.get::<http::request::Parts>() {
             Some(parts) => match parts.extensions.get::<evident_serve::Caller>() {
                 Some(evident_serve::Caller(Some(name))) => Some(name.clone()),
@@ -352,7 +381,7 @@ impl Evident {
         claim: evident_format::ClaimDocument,
         origin: Origin,
         ctx: &RequestContext<RoleServer>,
-    ) -> Result<DecisionView, String> {
+    ) -> Result<DecisionView, ToolError> {
         let c = &self.cfg;
         // Under serve, admitted through its gate queue (refused past --gate-queue).
         let _permit = match &c.serve {
@@ -440,7 +469,7 @@ impl Evident {
         &self,
         document: evident_format::ClaimDocument,
         origin: Origin,
-    ) -> Result<DecisionView, String> {
+    ) -> Result<DecisionView, ToolError> {
         if self.cfg.policy.is_none() {
             return Err("name a contract (list_contracts lists them): this server holds no policy to decide a claim from its own evidence, and a claim's own policy is the agent's, which never decides".into());
         }
@@ -480,7 +509,7 @@ fn finish(
         tokio::task::JoinError,
     >,
     origin: &Origin,
-) -> Result<DecisionView, String> {
+) -> Result<DecisionView, ToolError> {
     match decided {
         Ok(Ok(d)) => {
             let view = DecisionView::from_decision(&d, Some(origin))
@@ -498,11 +527,11 @@ fn finish(
             Ok(view)
         }
         Ok(Err(evident_pipeline::Error::Record { source, .. })) => {
-            tracing::error!(error = %source, "a decision could not be recorded");
+            tracing::error!(error = %evident_format::Chain(&source), "a decision could not be recorded");
             Err("the decision was made but could not be recorded, so it is not given (a verdict nobody can look up cannot be audited); retry later".into())
         }
         Ok(Err(e)) => {
-            tracing::error!(error = %e, "the pipeline failed");
+            tracing::error!(error = %evident_format::Chain(&e), "the pipeline failed");
             Err("the decision failed (the server's log says why)".into())
         }
         Err(_) => Err("the decision failed (the server's log says why)".into()),

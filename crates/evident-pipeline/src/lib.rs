@@ -138,14 +138,19 @@ pub enum Error {
     )]
     TrustWithoutPolicy,
     /// The async runtime for the probes could not start.
-    #[error("cannot start the async runtime: {0}")]
-    Runtime(String),
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
     /// The contract's `[[trust]]` list does not load (a key that does not decode).
-    #[error("contract trust list: {0}")]
-    Trust(String),
+    #[error("contract trust list: {at}")]
+    Trust {
+        /// The entry (`trust[2].public_key`), after the contract's name when known.
+        at: String,
+        /// Why its key does not decode.
+        source: evident_sign::PublicKeyError,
+    },
     /// The decision was made but could not be appended to the ledger: a verdict
     /// nobody can look up later cannot be audited.
-    #[error("the decision could not be recorded: {source}")]
+    #[error("the decision could not be recorded")]
     Record {
         /// The decision that was made (shown, then refused).
         decision: Box<Decision>,
@@ -299,7 +304,10 @@ pub fn gate(req: GateRequest<'_>) -> Result<Decision, Error> {
         settings.verifier_id = k.id().to_string();
     }
     let trust = trust_list(&contract.contract.trust).map_err(|e| match e {
-        Error::Trust(why) => Error::Trust(format!("{contract_name}: {why}")),
+        Error::Trust { at, source } => Error::Trust {
+            at: format!("{contract_name}: {at}"),
+            source,
+        },
         e => e,
     })?;
     let authenticate = |item: &Value| {
@@ -314,7 +322,7 @@ pub fn gate(req: GateRequest<'_>) -> Result<Decision, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::Runtime(e.to_string()))?;
+        .map_err(Error::Runtime)?;
     let outcome = runtime.block_on(evident_gate::run::run_with_before(
         &contract.contract,
         claim,
@@ -356,8 +364,11 @@ pub fn snapshot_digest(doc: &Value) -> String {
 /// Records an unsigned snapshot in the ledger at `ledger` (the default location when
 /// `None`): its digest, its contract and when it was taken — hashes only, like the
 /// file. The record's id and the ledger's location.
-pub fn record_snapshot(doc: &Value, ledger: Option<&str>) -> Result<(u64, String), String> {
-    let opened = evident_ledger::open(ledger).map_err(|e| e.to_string())?;
+pub fn record_snapshot(
+    doc: &Value,
+    ledger: Option<&str>,
+) -> Result<(u64, String), evident_ledger::Error> {
+    let opened = evident_ledger::open(ledger)?;
     let entry = evident_ledger::NewEntry {
         kind: SNAPSHOT_KIND.into(),
         task_id: None,
@@ -372,17 +383,21 @@ pub fn record_snapshot(doc: &Value, ledger: Option<&str>) -> Result<(u64, String
         verdict: serde_json::json!({ "state": "recorded" }).into(),
         origin: None,
     };
-    let r = opened.append(entry).map_err(|e| e.to_string())?;
+    let r = opened.append(entry)?;
     Ok((r.id, opened.location().to_string()))
 }
 
 /// Whether an unsigned snapshot's digest is recorded in the ledger at `ledger` for the
 /// contract it names, by a record no older than `max_age_s`.
-fn snapshot_recorded(doc: &Value, ledger: Option<&str>, max_age_s: f64) -> Result<bool, String> {
+fn snapshot_recorded(
+    doc: &Value,
+    ledger: Option<&str>,
+    max_age_s: f64,
+) -> Result<bool, evident_ledger::Error> {
     let opened = match evident_ledger::open_existing(ledger) {
         Ok(l) => l,
         Err(e) if e.kind == evident_ledger::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e),
     };
     let now = time::OffsetDateTime::now_utc();
     // A little before the limit, so a record appended as the snapshot was taken is
@@ -396,7 +411,7 @@ fn snapshot_recorded(doc: &Value, ledger: Option<&str>, max_age_s: f64) -> Resul
         ..Default::default()
     };
     let digest = snapshot_digest(doc);
-    let records = opened.list(&filter).map_err(|e| e.to_string())?;
+    let records = opened.list(&filter)?;
     Ok(records.iter().any(|r| {
         r.claim.get("snapshot").and_then(Value::as_str) == Some(digest.as_str())
             && r.claim.get("contract") == doc.get("contract")
@@ -412,7 +427,7 @@ pub fn check_snapshot(
     contract: &evident_gate::Contract,
     key: Option<&Key>,
     ledger: Option<&str>,
-) -> Result<evident_gate::snapshot::Before, String> {
+) -> Result<evident_gate::snapshot::Before, evident_gate::snapshot::SnapshotError> {
     let mut entries = contract.snapshot_signers.clone();
     if let Some(k) = key {
         entries.push(evident_gate::contract::TrustedVerifier {
@@ -420,7 +435,8 @@ pub fn check_snapshot(
             public_key: k.public_key_base64(),
         });
     }
-    let trust = trust_list(&entries).map_err(|e| e.to_string())?;
+    let trust = trust_list(&entries)
+        .map_err(|e| evident_gate::snapshot::SnapshotError(evident_format::chain(&e)))?;
     let authenticate = |v: &Value| {
         trust
             .as_ref()
@@ -429,7 +445,7 @@ pub fn check_snapshot(
     let max_age = contract
         .snapshot_max_age_s
         .unwrap_or(evident_gate::snapshot::DEFAULT_MAX_AGE_S);
-    let recorded = |v: &Value| snapshot_recorded(v, ledger, max_age);
+    let recorded = |v: &Value| snapshot_recorded(v, ledger, max_age).map_err(Into::into);
     evident_gate::snapshot::check(
         doc,
         contract,
@@ -450,8 +466,11 @@ pub fn trust_list(
     }
     let mut verifiers = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
-        let public_key = evident_sign::parse_public_key(&e.public_key)
-            .map_err(|why| Error::Trust(format!("trust[{i}].public_key: {why}")))?;
+        let public_key =
+            evident_sign::parse_public_key(&e.public_key).map_err(|source| Error::Trust {
+                at: format!("trust[{i}].public_key"),
+                source,
+            })?;
         verifiers.push(evident_sign::TrustedVerifier {
             id: e.id.clone(),
             public_key,

@@ -106,8 +106,14 @@ fn origin_value(o: &Origin, decision: &Decision) -> Value {
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// The ledger could not be opened or appended to.
-    #[error("{0}")]
-    Ledger(String),
+    #[error(transparent)]
+    Ledger(#[from] evident_ledger::Error),
+    /// The checkpoint could not be appended to its file.
+    #[error(transparent)]
+    Checkpoint(#[from] evident_ledger::attest::CheckpointError),
+    /// The verdict could not be made into the entry's JSON.
+    #[error("the verdict cannot be written as JSON")]
+    Verdict(#[source] serde_json::Error),
     /// A checkpoint file was asked for without a key to sign it.
     #[error("--checkpoint needs --key: a checkpoint is only worth what its signature is")]
     CheckpointWithoutKey,
@@ -132,16 +138,14 @@ impl Recording {
         let (record, location) = match &self.appender {
             Some(a) => (a.append(entry, key), a.location()),
             None => {
-                opened = evident_ledger::open(self.ledger.as_deref())
-                    .map_err(|e| RecordError::Ledger(e.to_string()))?;
+                opened = evident_ledger::open(self.ledger.as_deref())?;
                 (opened.append_signed(entry, key), opened.location())
             }
         };
-        let record = record.map_err(|e| RecordError::Ledger(e.to_string()))?;
+        let record = record?;
         if let (Some(path), Some(key)) = (&self.checkpoint, key) {
             let cp = evident_ledger::Checkpoint::sign(location, record.id, &record.hash, key);
-            evident_ledger::attest::append_checkpoint(path, &cp)
-                .map_err(|e| RecordError::Ledger(e.to_string()))?;
+            evident_ledger::attest::append_checkpoint(path, &cp)?;
         }
         Ok(Some(Recorded::of(&record, location, key)))
     }
@@ -157,7 +161,7 @@ impl Recording {
             .get("task")
             .and_then(|t| t.get("id")?.as_str().map(str::to_string));
         let verdict = evident_format::JsonText::from_serialize(&decision.verdict)
-            .map_err(|e| RecordError::Ledger(e.to_string()))?;
+            .map_err(RecordError::Verdict)?;
         Ok(evident_ledger::NewEntry {
             kind: decision.kind.as_str().to_string(),
             task_id,

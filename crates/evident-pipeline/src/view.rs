@@ -210,7 +210,7 @@ impl Decisions {
         let since = match &q.since {
             Some(t) => Some(
                 evident_ledger::parse_time_bound(t, time::OffsetDateTime::now_utc())
-                    .map_err(|m| bad("since", m))?,
+                    .map_err(|m| bad("since", m.to_string()))?,
             ),
             None => None,
         };

@@ -600,7 +600,7 @@ async fn drive(
     let timeout = |what: &str| ProbeError::Http {
         reason: format!("{what} within the time limit of {limit_ms} ms"),
     };
-    let dev = |method: &str, e: String| ProbeError::Spawn {
+    let dev = |method: &str, e: crate::cdp::CdpError| ProbeError::Spawn {
         program: "chromium".into(),
         reason: format!("DevTools {method} failed: {e}"),
     };
@@ -636,7 +636,12 @@ async fn drive(
     let target = created
         .get("targetId")
         .and_then(Value::as_str)
-        .ok_or_else(|| dev("Target.createTarget", "no targetId".into()))?
+        .ok_or_else(|| {
+            dev(
+                "Target.createTarget",
+                crate::cdp::CdpError::Browser("no targetId".into()),
+            )
+        })?
         .to_string();
     if let Ok(mut m) = rules.main.lock() {
         *m = Some(target.clone());

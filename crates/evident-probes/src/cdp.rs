@@ -15,7 +15,18 @@ use tokio::sync::{mpsc, oneshot};
 /// Largest message read from the browser (an outerHTML comes back in one).
 pub const MAX_MESSAGE: usize = 32 * 1024 * 1024;
 
-type Reply = Result<Value, String>;
+type Reply = Result<Value, CdpError>;
+
+/// Why a DevTools command got no result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CdpError {
+    /// The pipe to the browser is closed or could not be read (the reason says which).
+    #[error("{0}")]
+    Pipe(&'static str),
+    /// The browser answered with an error; its `message`.
+    #[error("{0}")]
+    Browser(String),
+}
 /// Replies awaited, by command id; `None` once the pipe closed.
 type Pending = Arc<Mutex<Option<HashMap<u64, oneshot::Sender<Reply>>>>>;
 
@@ -53,7 +64,7 @@ impl Link {
             Err(_) => Some(tx),
         };
         if let Some(tx) = registered {
-            let _ = tx.send(Err("the browser's DevTools pipe is closed".into()));
+            let _ = tx.send(Err(CdpError::Pipe("the browser's DevTools pipe is closed")));
             return rx;
         }
         let mut bytes = msg.to_string().into_bytes();
@@ -73,14 +84,14 @@ impl Link {
     pub async fn call(&self, session: Option<&str>, method: &str, params: Value) -> Reply {
         match self.send(session, method, params).await {
             Ok(r) => r,
-            Err(_) => Err("the browser's DevTools pipe is closed".into()),
+            Err(_) => Err(CdpError::Pipe("the browser's DevTools pipe is closed")),
         }
     }
 
-    fn fail_all(&self, why: &str) {
+    fn fail_all(&self, why: &'static str) {
         let drained = self.pending.lock().ok().and_then(|mut p| p.take());
         for (_, tx) in drained.into_iter().flatten() {
-            let _ = tx.send(Err(why.to_string()));
+            let _ = tx.send(Err(CdpError::Pipe(why)));
         }
     }
 }
@@ -145,11 +156,12 @@ fn dispatch(link: &Link, msg: &Value, on_event: &mut impl FnMut(&Link, &Value)) 
             .and_then(|mut p| p.as_mut().and_then(|m| m.remove(&id)));
         if let Some(tx) = tx {
             let reply = match msg.get("error") {
-                Some(e) => Err(e
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("DevTools error")
-                    .to_string()),
+                Some(e) => Err(CdpError::Browser(
+                    e.get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("DevTools error")
+                        .to_string(),
+                )),
                 None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
             };
             let _ = tx.send(reply);

@@ -431,7 +431,7 @@ fn read_junit(
     }
     let bytes = dir.read(&rel).map_err(|e| paths::open_error(path, &e))?;
     let text = String::from_utf8(bytes).map_err(|_| jerr("not UTF-8".into()))?;
-    summary::parse_junit(&text).map_err(jerr)
+    summary::parse_junit(&text).map_err(|e| jerr(evident_format::chain(&e)))
 }
 
 /// Python modules `python -m pytest` imports at start-up (pytest and its dependencies,
@@ -833,7 +833,7 @@ fn read_gate_report(path: &Path) -> Result<Report, ProbeError> {
         });
     }
     let text = String::from_utf8(bytes).map_err(|_| jerr("not UTF-8".into()))?;
-    summary::parse_junit(&text).map_err(jerr)
+    summary::parse_junit(&text).map_err(|e| jerr(evident_format::chain(&e)))
 }
 
 /// test_run: run the command and observe exit code, counts and output digests.
@@ -1099,7 +1099,7 @@ pub async fn observe(
                         .map_err(|reason| ProbeError::Format {
                             what: "go test -json output".into(),
                             expected: "a readable test event stream".into(),
-                            reason,
+                            reason: reason.to_string(),
                         })?
                 }
                 ReportSource::None => {

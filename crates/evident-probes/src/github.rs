@@ -165,7 +165,7 @@ pub fn check(spec: &GithubPrSpec) -> Result<(), (String, String)> {
             "token_env must name the environment variable that holds the token (hint: token_env = \"GITHUB_TOKEN\")".into(),
         ));
     }
-    api_base(spec).map_err(|m| (at("api_url"), m))?;
+    api_base(spec).map_err(|m| (at("api_url"), m.0))?;
     if let Some(t) = spec.timeout_s
         && !(t.is_finite() && t > 0.0)
     {
@@ -183,9 +183,26 @@ pub fn check(spec: &GithubPrSpec) -> Result<(), (String, String)> {
     Ok(())
 }
 
+/// Why an `api_url` or an answer from GitHub is refused: a message, with its hint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+impl From<String> for Refused {
+    fn from(message: String) -> Refused {
+        Refused(message)
+    }
+}
+
+impl From<&str> for Refused {
+    fn from(message: &str) -> Refused {
+        Refused(message.to_string())
+    }
+}
+
 /// The API base: `https`, or `http` to a loopback address only (a test server; a token
 /// must not cross a network in clear); no credentials, query or fragment.
-fn api_base(spec: &GithubPrSpec) -> Result<url::Url, String> {
+fn api_base(spec: &GithubPrSpec) -> Result<url::Url, Refused> {
     let raw = spec.api_url.as_deref().unwrap_or(DEFAULT_API_URL);
     let u = url::Url::parse(raw).map_err(|e| {
         format!("api_url is not a URL: {e} (hint: https://api.github.com, or https://HOST/api/v3)")
@@ -204,7 +221,7 @@ fn api_base(spec: &GithubPrSpec) -> Result<url::Url, String> {
                 "api_url uses http to a host that is not loopback: the token would cross the network in clear (hint: use https)".into(),
             );
         }
-        s => return Err(format!("api_url scheme {s:?} is not https")),
+        s => return Err(format!("api_url scheme {s:?} is not https").into()),
     }
     if u.host().is_none() || u.cannot_be_a_base() {
         return Err("api_url has no host".into());
@@ -222,7 +239,7 @@ fn api_base(spec: &GithubPrSpec) -> Result<url::Url, String> {
 }
 
 /// The request's URL.
-pub fn request_url(spec: &GithubPrSpec) -> Result<url::Url, String> {
+pub fn request_url(spec: &GithubPrSpec) -> Result<url::Url, Refused> {
     let base = api_base(spec)?;
     let url = format!(
         "{}/repos/{}/pulls/{}",
@@ -230,7 +247,7 @@ pub fn request_url(spec: &GithubPrSpec) -> Result<url::Url, String> {
         spec.repository,
         spec.pull_number
     );
-    url::Url::parse(&url).map_err(|e| format!("the request URL is not valid: {e}"))
+    url::Url::parse(&url).map_err(|e| Refused(format!("the request URL is not valid: {e}")))
 }
 
 fn indeterminate(reason: &str, detail: impl Into<String>) -> ProbeError {
@@ -271,7 +288,7 @@ pub async fn observe(
         ));
     };
     auth.set_sensitive(true);
-    let url = request_url(spec).map_err(ProbeError::invalid)?;
+    let url = request_url(spec).map_err(|m| ProbeError::invalid(m.0))?;
     let headers = vec![
         (reqwest::header::AUTHORIZATION, auth),
         (
@@ -298,9 +315,9 @@ pub async fn observe(
         return Err(indeterminate(reason, detail));
     }
     let body = answer.body.unwrap_or_default();
-    let snap = snapshot(&body).map_err(|d| indeterminate("invalid_provider_response", d))?;
+    let snap = snapshot(&body).map_err(|d| indeterminate("invalid_provider_response", d.0))?;
     let date = provider_date(&answer.headers)
-        .map_err(|d| indeterminate("invalid_provider_response", d))?;
+        .map_err(|d| indeterminate("invalid_provider_response", d.0))?;
     if let Some(why) = not_fresh(started, finished, date) {
         return Err(indeterminate("observation_not_fresh", why));
     }
@@ -367,28 +384,28 @@ pub struct Snapshot {
 
 /// Reads the body strictly: UTF-8, JSON without duplicate keys, the shape GitHub
 /// documents, and no pull request both open and merged.
-pub fn snapshot(body: &[u8]) -> Result<Snapshot, String> {
+pub fn snapshot(body: &[u8]) -> Result<Snapshot, Refused> {
     let doc = evident_format::json::parse(body).map_err(|e| match e.key {
         Some(_) => "the answer has a duplicate JSON key (readers disagree on which value counts)"
             .to_string(),
         None => format!("the answer is not strict JSON: {}", e.message),
     })?;
     let v = doc.value;
-    let obj = |v: &Value, what: &str| -> Result<Map<String, Value>, String> {
+    let obj = |v: &Value, what: &str| -> Result<Map<String, Value>, Refused> {
         v.as_object()
             .cloned()
-            .ok_or_else(|| format!("{what} is not an object"))
+            .ok_or_else(|| Refused(format!("{what} is not an object")))
     };
-    let positive = |v: Option<&Value>, what: &str| -> Result<u64, String> {
+    let positive = |v: Option<&Value>, what: &str| -> Result<u64, Refused> {
         v.and_then(Value::as_u64)
             .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{what} is not a positive integer"))
+            .ok_or_else(|| Refused(format!("{what} is not a positive integer")))
     };
-    let oid = |v: Option<&Value>, what: &str| -> Result<String, String> {
+    let oid = |v: Option<&Value>, what: &str| -> Result<String, Refused> {
         v.and_then(Value::as_str)
             .filter(|s| is_oid(s))
             .map(str::to_ascii_lowercase)
-            .ok_or_else(|| format!("{what} is not a 40- or 64-character hex object id"))
+            .ok_or_else(|| Refused(format!("{what} is not a 40- or 64-character hex object id")))
     };
     let top = obj(&v, "the answer")?;
     let head = obj(top.get("head").unwrap_or(&Value::Null), "head")?;
@@ -434,7 +451,7 @@ pub fn snapshot(body: &[u8]) -> Result<Snapshot, String> {
 
 /// The server's `Date` (IMF-fixdate, or RFC 2822), when it sent one. Several, or one
 /// that does not parse, is a malformed answer.
-pub fn provider_date(headers: &HeaderMap) -> Result<Option<time::OffsetDateTime>, String> {
+pub fn provider_date(headers: &HeaderMap) -> Result<Option<time::OffsetDateTime>, Refused> {
     let mut all = headers.get_all(reqwest::header::DATE).iter();
     let Some(v) = all.next() else {
         return Ok(None);
@@ -448,7 +465,7 @@ pub fn provider_date(headers: &HeaderMap) -> Result<Option<time::OffsetDateTime>
         .trim();
     parse_http_date(s)
         .map(Some)
-        .ok_or_else(|| "the Date header is not an HTTP date".to_string())
+        .ok_or_else(|| Refused::from("the Date header is not an HTTP date"))
 }
 
 /// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110's IMF-fixdate) or RFC 2822.

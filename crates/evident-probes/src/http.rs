@@ -21,7 +21,7 @@ struct Clients {
     follow: reqwest::Client,
 }
 
-fn build(policy: reqwest::redirect::Policy) -> Result<reqwest::Client, String> {
+fn build(policy: reqwest::redirect::Policy) -> Result<reqwest::Client, reqwest::Error> {
     // The process-wide provider; ignore "already installed" (same or another).
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
@@ -32,13 +32,12 @@ fn build(policy: reqwest::redirect::Policy) -> Result<reqwest::Client, String> {
         .retry(reqwest::retry::never())
         .user_agent(concat!("evident-probes/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))
 }
 
 /// Built once: building a client loads the TLS roots. No connection is pooled, so a
 /// client is safe to share between runtimes and every probe sees a fresh connection.
 fn clients() -> Result<&'static Clients, ProbeError> {
-    static CLIENTS: OnceLock<Result<Clients, String>> = OnceLock::new();
+    static CLIENTS: OnceLock<Result<Clients, reqwest::Error>> = OnceLock::new();
     CLIENTS
         .get_or_init(|| {
             Ok(Clients {
@@ -47,7 +46,9 @@ fn clients() -> Result<&'static Clients, ProbeError> {
             })
         })
         .as_ref()
-        .map_err(|e| ProbeError::Http { reason: e.clone() })
+        .map_err(|e| ProbeError::Http {
+            reason: format!("cannot build the HTTP client: {}", chain(e)),
+        })
 }
 
 /// A redirect hop refused because it would carry secret headers to another origin.
@@ -92,7 +93,9 @@ fn guarded_follow() -> Result<reqwest::Client, ProbeError> {
             attempt.follow()
         }
     }))
-    .map_err(|reason| ProbeError::Http { reason })
+    .map_err(|e| ProbeError::Http {
+        reason: format!("cannot build the HTTP client: {}", chain(&e)),
+    })
 }
 
 fn cross_origin(e: &(dyn std::error::Error + 'static)) -> Option<String> {

@@ -169,41 +169,52 @@ pub fn existing(root: &Path, path: &str, want_dir: bool) -> Result<PathBuf, Prob
     Ok(canon)
 }
 
+/// Why a path is not in the strict form: a fixed message with its hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotStrict(pub &'static str);
+
 /// The strict form of a path (postconditions, after the reference): relative and
 /// `/`-separated; no empty, `.` or `..` component, no backslash, no drive prefix, no NUL,
 /// no surrounding whitespace. Its components, or why it is refused (a hint included).
-pub fn strict_components(path: &str) -> Result<Vec<&str>, String> {
+pub fn strict_components(path: &str) -> Result<Vec<&str>, NotStrict> {
     if path.is_empty() {
-        return Err("the path is empty (hint: name a file or directory under the root)".into());
+        return Err(NotStrict(
+            "the path is empty (hint: name a file or directory under the root)",
+        ));
     }
     if path.trim() != path {
-        return Err("the path has leading or trailing whitespace (hint: remove it)".into());
+        return Err(NotStrict(
+            "the path has leading or trailing whitespace (hint: remove it)",
+        ));
     }
     if path.contains('\0') {
-        return Err("the path contains a NUL byte".into());
+        return Err(NotStrict("the path contains a NUL byte"));
     }
     if path.contains('\\') {
-        return Err("the path contains a backslash (hint: separate components with /)".into());
+        return Err(NotStrict(
+            "the path contains a backslash (hint: separate components with /)",
+        ));
     }
     let b = path.as_bytes();
     if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
-        return Err(
-            "the path starts with a drive prefix (hint: write it relative to the root)".into(),
-        );
+        return Err(NotStrict(
+            "the path starts with a drive prefix (hint: write it relative to the root)",
+        ));
     }
     if path.starts_with('/') {
-        return Err(
-            "the path is absolute (hint: write it relative to the contract's directory)".into(),
-        );
+        return Err(NotStrict(
+            "the path is absolute (hint: write it relative to the contract's directory)",
+        ));
     }
     let parts: Vec<&str> = path.split('/').collect();
     if parts
         .iter()
         .any(|p| p.is_empty() || *p == "." || *p == "..")
     {
-        return Err(
-            "the path has an empty, `.` or `..` component (hint: write it as a/b/c)".into(),
-        );
+        return Err(NotStrict(
+            "the path has an empty, `.` or `..` component (hint: write it as a/b/c)",
+        ));
     }
     Ok(parts)
 }

@@ -30,7 +30,7 @@ pub const MAX_DIR_ENTRIES: usize = 1_000_000;
 /// names, no duplicate child, no contradictory flags. `(field, message with a hint)`,
 /// the field relative to the file source.
 pub fn check(path: &str, pc: &Postcondition) -> Result<(), (String, String)> {
-    paths::strict_components(path).map_err(|m| ("path".to_string(), m))?;
+    paths::strict_components(path).map_err(|m| ("path".to_string(), m.to_string()))?;
     match pc {
         Postcondition::TextFile(_) => Ok(()),
         Postcondition::JsonObject(j) => match j.expected.keys().find(|k| k.trim().is_empty()) {
@@ -146,7 +146,7 @@ pub fn observe(
     root: &Path,
     max_bytes: u64,
 ) -> Result<Object, ProbeError> {
-    let parts = paths::strict_components(path).map_err(ProbeError::invalid)?;
+    let parts = paths::strict_components(path).map_err(|m| ProbeError::invalid(m.0))?;
     let kind = pc.kind();
     let untrusted = |reason: &str, detail: String| ProbeError::Postcondition {
         postcondition: kind.into(),

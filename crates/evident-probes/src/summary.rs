@@ -223,9 +223,9 @@ impl Parser {
 
     /// The test events of `go test -json` seen on this stream, or an error when there
     /// were more than can be kept.
-    pub fn go_cases(&self) -> Result<&[Case], String> {
+    pub fn go_cases(&self) -> Result<&[Case], TooManyCases> {
         if self.go_cases_overflow {
-            return Err(format!("more than {MAX_CASES} test events"));
+            return Err(TooManyCases);
         }
         Ok(&self.go_cases)
     }
@@ -509,6 +509,38 @@ pub struct Report {
     pub cases: Vec<Case>,
 }
 
+/// More `go test -json` test events than a stream keeps ([`MAX_CASES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("more than {MAX_CASES} test events")]
+pub struct TooManyCases;
+
+/// Why a JUnit report is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum JunitError {
+    /// Elements nested deeper than [`MAX_JUNIT_DEPTH`].
+    #[error("elements nested deeper than {MAX_JUNIT_DEPTH} (a JUnit report needs a few)")]
+    TooDeep,
+    /// The text is not XML (or declares a document type).
+    #[error("not XML")]
+    Xml(#[from] roxmltree::Error),
+    /// A `tests`/`errors`/`failures`/`skipped` attribute that is not a count.
+    #[error("attribute {attribute}={value:?} of <{element}> is not a count")]
+    NotACount {
+        /// The attribute's name.
+        attribute: String,
+        /// Its value as written.
+        value: String,
+        /// `testsuite` or `testsuites`.
+        element: &'static str,
+    },
+    /// A `<testsuite>` with test cases but no `tests` count.
+    #[error("<testsuite> has no tests attribute")]
+    NoTestsAttribute,
+    /// Neither a `<testsuite>` nor a `<testsuites>` element.
+    #[error("no <testsuite> or <testsuites> element")]
+    NoSuite,
+}
+
 /// Read a JUnit XML report with an XML parser: comments, CDATA sections and text
 /// (captured test output) are never elements. Counts come from the `<testcase>`
 /// elements (a `<failure>` child is a failure, `<error>` an error, `<skipped>` a skip,
@@ -516,13 +548,11 @@ pub struct Report {
 /// `<testsuite>` attributes (or `<testsuites>` when it has no `<testsuite>`).
 /// A document type declaration is refused (no entity expansion), and so is one nested
 /// deeper than [`MAX_JUNIT_DEPTH`] elements.
-pub fn parse_junit(xml: &str) -> Result<Report, String> {
+pub fn parse_junit(xml: &str) -> Result<Report, JunitError> {
     if element_depth(xml) > MAX_JUNIT_DEPTH {
-        return Err(format!(
-            "elements nested deeper than {MAX_JUNIT_DEPTH} (a JUnit report needs a few)"
-        ));
+        return Err(JunitError::TooDeep);
     }
-    let doc = roxmltree::Document::parse(xml).map_err(|e| format!("not XML: {e}"))?;
+    let doc = roxmltree::Document::parse(xml)?;
     let mut report = Report::default();
     let mut suites: Vec<Counts> = Vec::new();
     let mut totals: Option<Counts> = None;
@@ -556,13 +586,18 @@ pub fn parse_junit(xml: &str) -> Result<Report, String> {
                 });
             }
             name @ ("testsuite" | "testsuites") => {
-                let get = |k: &str| -> Result<u64, String> {
+                let get = |k: &str| -> Result<u64, JunitError> {
                     match node.attribute(k) {
                         None => Ok(0),
-                        Some(v) => v
-                            .trim()
-                            .parse::<u64>()
-                            .map_err(|_| format!("attribute {k}={v:?} of <{name}> is not a count")),
+                        Some(v) => v.trim().parse::<u64>().map_err(|_| JunitError::NotACount {
+                            attribute: k.to_string(),
+                            value: v.to_string(),
+                            element: if name == "testsuite" {
+                                "testsuite"
+                            } else {
+                                "testsuites"
+                            },
+                        }),
                     }
                 };
                 let tests = get("tests")?;
@@ -579,7 +614,7 @@ pub fn parse_junit(xml: &str) -> Result<Report, String> {
                 let has_tests = node.attribute("tests").is_some();
                 if name == "testsuite" {
                     if !has_tests {
-                        return Err("<testsuite> has no tests attribute".into());
+                        return Err(JunitError::NoTestsAttribute);
                     }
                     suites.push(c);
                 } else if totals.is_none() && has_tests {
@@ -603,7 +638,7 @@ pub fn parse_junit(xml: &str) -> Result<Report, String> {
             report.counts = t;
             Ok(report)
         }
-        None => Err("no <testsuite> or <testsuites> element".into()),
+        None => Err(JunitError::NoSuite),
     }
 }
 
@@ -877,7 +912,10 @@ mod tests {
         for open in ["<a>", r#"<a x="/>">"#, "<a\n>"] {
             for n in [100_000, MAX_JUNIT_DEPTH] {
                 let err = parse_junit(&deep(open, n)).unwrap_err();
-                assert!(err.contains("nested deeper than 256"), "{open}: {err}");
+                assert!(
+                    err.to_string().contains("nested deeper than 256"),
+                    "{open}: {err}"
+                );
             }
             let ok = parse_junit(&deep(open, MAX_JUNIT_DEPTH - 1));
             assert_eq!(ok.unwrap().counts, c(1, 0, 0), "{open}");
@@ -917,7 +955,12 @@ mod tests {
             "<a>".repeat(MAX_JUNIT_DEPTH),
             "</a>".repeat(MAX_JUNIT_DEPTH)
         );
-        assert!(parse_junit(&xml).unwrap_err().contains("nested deeper"));
+        assert!(
+            parse_junit(&xml)
+                .unwrap_err()
+                .to_string()
+                .contains("nested deeper")
+        );
     }
 
     proptest::proptest! {

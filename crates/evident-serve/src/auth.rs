@@ -41,6 +41,44 @@ struct Entry {
     sha256: String,
 }
 
+/// Why a tokens file does not load.
+#[derive(Debug, thiserror::Error)]
+pub enum TokensError {
+    /// The file could not be read.
+    #[error("{path}: cannot read the tokens file")]
+    Read {
+        /// The tokens file, as given.
+        path: String,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// The file is larger than a tokens file may be.
+    #[error("{path}: larger than {MAX_TOKENS_BYTES} bytes")]
+    TooLarge {
+        /// The tokens file, as given.
+        path: String,
+    },
+    /// The file's text is not a valid tokens file.
+    #[error("{path}")]
+    Invalid {
+        /// The tokens file, as given.
+        path: String,
+        /// What is wrong, naming the entry.
+        source: InvalidTokens,
+    },
+}
+
+/// A tokens file's text is refused: its entry and why. A leaf: the message is all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidTokens(pub String);
+
+impl From<String> for InvalidTokens {
+    fn from(message: String) -> InvalidTokens {
+        InvalidTokens(message)
+    }
+}
+
 /// Whether `name` may name a token (it is recorded in the ledger as who asked).
 pub fn valid_token_name(name: &str) -> bool {
     evident_pipeline::catalog::valid_name(name)
@@ -48,21 +86,27 @@ pub fn valid_token_name(name: &str) -> bool {
 
 impl Tokens {
     /// Reads a tokens file; errors name the file and the entry.
-    pub fn load(path: &Path) -> Result<Tokens, String> {
+    pub fn load(path: &Path) -> Result<Tokens, TokensError> {
         use std::io::Read as _;
-        let shown = path.display();
+        let shown = path.display().to_string();
         let mut text = String::new();
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_TOKENS_BYTES + 1).read_to_string(&mut text))
-            .map_err(|e| format!("{shown}: cannot read the tokens file: {e}"))?;
+            .map_err(|source| TokensError::Read {
+                path: shown.clone(),
+                source,
+            })?;
         if text.len() as u64 > MAX_TOKENS_BYTES {
-            return Err(format!("{shown}: larger than {MAX_TOKENS_BYTES} bytes"));
+            return Err(TokensError::TooLarge { path: shown });
         }
-        Tokens::parse(&text).map_err(|e| format!("{shown}: {e}"))
+        Tokens::parse(&text).map_err(|source| TokensError::Invalid {
+            path: shown,
+            source,
+        })
     }
 
     /// Parses the tokens file's text.
-    pub fn parse(text: &str) -> Result<Tokens, String> {
+    pub fn parse(text: &str) -> Result<Tokens, InvalidTokens> {
         let file: File = toml::from_str(text).map_err(|e| {
             format!("not a tokens file ([[token]] name = \"…\" sha256 = \"<64 hex>\"): {e}")
         })?;
@@ -72,21 +116,22 @@ impl Tokens {
                 return Err(format!(
                     "token[{i}].name: {:?} is not a name (1-64 letters, digits, '_' or '-')",
                     e.name
-                ));
+                )
+                .into());
             }
             let mut hash = [0u8; 32];
             if e.sha256.len() != 64 || hex::decode_to_slice(&e.sha256, &mut hash).is_err() {
                 return Err(format!(
                     "token[{i}].sha256: not 64 hex digits (the SHA-256 of the token, as `evident token new` prints it)"
-                ));
+                ).into());
             }
             if entries.iter().any(|(n, _)| n == &e.name) {
-                return Err(format!("token[{i}].name: {:?} is listed twice", e.name));
+                return Err(format!("token[{i}].name: {:?} is listed twice", e.name).into());
             }
             if entries.iter().any(|(_, h)| h == &hash) {
-                return Err(format!(
-                    "token[{i}].sha256: the same token is listed under two names"
-                ));
+                return Err(
+                    format!("token[{i}].sha256: the same token is listed under two names").into(),
+                );
             }
             entries.push((e.name, hash));
         }
@@ -167,7 +212,7 @@ mod tests {
             ),
         ] {
             let e = Tokens::parse(bad).unwrap_err();
-            assert!(e.contains(why), "{e}");
+            assert!(e.0.contains(why), "{e}");
         }
         assert_eq!(bearer(b"Bearer abc"), Some("abc"));
         assert_eq!(bearer(b"bearer  abc "), Some("abc"));

@@ -994,7 +994,7 @@ async fn decide_verify(
             .appender
             .append_async(entry, key)
             .await
-            .map_err(|e| evident_pipeline::record::RecordError::Ledger(e.to_string())),
+            .map_err(evident_pipeline::record::RecordError::Ledger),
         Err(e) => Err(e),
     };
     match appended {
@@ -1063,7 +1063,7 @@ fn finish_decision(
             Ok(view)
         }
         Err(evident_pipeline::Error::Record { source, .. }) => {
-            tracing::error!(error = %source, "a decision could not be recorded");
+            tracing::error!(error = %evident_format::Chain(&source), "a decision could not be recorded");
             Err(Problem::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "ledger-unavailable",
@@ -1071,7 +1071,7 @@ fn finish_decision(
             ))
         }
         Err(e) => {
-            tracing::error!(error = %e, "the pipeline failed");
+            tracing::error!(error = %evident_format::Chain(&e), "the pipeline failed");
             Err(Problem::internal("the decision failed"))
         }
     }

@@ -43,7 +43,7 @@ pub const PRIVATE_KEY_TYPE: &str = "evident-ed25519-private-key";
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     /// The file could not be read (missing, unreadable).
-    #[error("cannot read key file {path}: {source}")]
+    #[error("cannot read key file {path}")]
     Read {
         /// The key file, as the user named it.
         path: String,
@@ -51,7 +51,7 @@ pub enum KeyError {
         source: std::io::Error,
     },
     /// A key file could not be created or written.
-    #[error("cannot write key file {path}: {source}")]
+    #[error("cannot write key file {path}")]
     Write {
         /// The file being written (the private key or its `.pub`).
         path: String,
@@ -63,6 +63,14 @@ pub enum KeyError {
     Exists {
         /// The file that is in the way.
         path: String,
+    },
+    /// The file is not JSON of the private key's shape.
+    #[error("key file {path} is not a valid evident private key")]
+    Json {
+        /// The key file, as the user named it.
+        path: String,
+        /// serde_json's message names a line and column, never the value.
+        source: serde_json::Error,
     },
     /// The file is not an evident private key, or its halves do not belong together.
     #[error("key file {path} is not a valid evident private key: {why}")]
@@ -190,7 +198,10 @@ impl Key {
             why,
         };
         // serde_json's messages name a line and column, never the value.
-        let file: KeyFile = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let file: KeyFile = serde_json::from_str(text).map_err(|source| KeyError::Json {
+            path: path.to_string(),
+            source,
+        })?;
         if file.kind != PRIVATE_KEY_TYPE {
             return Err(invalid(format!(
                 "`type` is {:?}, expected {PRIVATE_KEY_TYPE:?}",
@@ -273,14 +284,31 @@ fn keyid(key: &VerifyingKey) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(key.as_bytes())))
 }
 
+/// Why a text is not a base64 Ed25519 public key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PublicKeyError {
+    /// The text is not standard base64 with padding.
+    #[error("not standard base64")]
+    NotBase64,
+    /// The bytes are not 32 long.
+    #[error("decodes to {len} bytes, an Ed25519 key has 32")]
+    WrongLength {
+        /// How many bytes the text decodes to.
+        len: usize,
+    },
+    /// The 32 bytes are not a point on the curve.
+    #[error("not a valid Ed25519 point")]
+    NotAPoint,
+}
+
 /// Parse a base64 Ed25519 public key (32 bytes).
-pub fn parse_public_key(text: &str) -> Result<VerifyingKey, String> {
+pub fn parse_public_key(text: &str) -> Result<VerifyingKey, PublicKeyError> {
     let bytes = B64
         .decode(text.trim())
-        .map_err(|_| "not standard base64".to_string())?;
+        .map_err(|_| PublicKeyError::NotBase64)?;
     let arr = <[u8; 32]>::try_from(bytes.as_slice())
-        .map_err(|_| format!("decodes to {} bytes, an Ed25519 key has 32", bytes.len()))?;
-    VerifyingKey::from_bytes(&arr).map_err(|_| "not a valid Ed25519 point".to_string())
+        .map_err(|_| PublicKeyError::WrongLength { len: bytes.len() })?;
+    VerifyingKey::from_bytes(&arr).map_err(|_| PublicKeyError::NotAPoint)
 }
 
 /// DSSE pre-authentication encoding.
@@ -391,7 +419,7 @@ struct EntryShape {
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
     /// The file could not be read (missing, unreadable).
-    #[error("cannot read trust list {path}: {source}")]
+    #[error("cannot read trust list {path}")]
     Read {
         /// The trust list, as the user named it.
         path: String,
@@ -399,18 +427,63 @@ pub enum TrustError {
         source: std::io::Error,
     },
     /// The file is not a trust list, or an entry's key does not decode.
-    #[error("trust list {path}: {why}")]
+    #[error("trust list {path}")]
     Invalid {
         /// The trust list, as the user named it.
         path: String,
         /// What is wrong, naming the entry (`verifiers[2].public_key: …`).
-        why: String,
+        source: TrustListError,
+    },
+}
+
+/// A text or value is not a trust list. Its message quotes the parser's (a leaf: the
+/// parser's message comes before the expected shape, so it is not a separate cause).
+#[derive(Debug, thiserror::Error)]
+pub enum TrustListError {
+    /// JSON text that does not parse as a trust list.
+    #[error(
+        "not a trust list ({error}); expected {{\"verifiers\": [{{\"id\": ..., \"public_key\": ...}}]}}"
+    )]
+    Json {
+        /// serde_json's error, naming the line and column (and the entry, for a bad key).
+        error: serde_json::Error,
+    },
+    /// TOML text that does not parse as a trust list.
+    #[error(
+        "not a trust list ({}); expected [[verifiers]] tables with id and public_key",
+        error.message()
+    )]
+    Toml {
+        /// The TOML parser's error (its one-line message is shown, not its snippet).
+        error: toml::de::Error,
+    },
+    /// A JSON value (embedded in another document) that is not a trust list.
+    #[error(transparent)]
+    Value(serde_json::Error),
+}
+
+/// One trust-list entry is unusable; serde quotes this message, so it is a leaf.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustEntryError {
+    /// The entry's `id` is the empty string.
+    #[error("{at}id is empty")]
+    EmptyId {
+        /// `verifiers[i].`, or nothing for a single entry.
+        at: String,
+    },
+    /// The entry's `public_key` does not decode.
+    #[error("{at}public_key: {error}")]
+    PublicKey {
+        /// `verifiers[i].`, or nothing for a single entry.
+        at: String,
+        /// Why the key does not decode.
+        error: PublicKeyError,
     },
 }
 
 impl TryFrom<TrustListFile> for TrustList {
-    type Error = String;
-    fn try_from(file: TrustListFile) -> Result<Self, String> {
+    type Error = TrustEntryError;
+    fn try_from(file: TrustListFile) -> Result<Self, TrustEntryError> {
         let (entries, single) = match file {
             TrustListFile::List(l) => (l.verifiers, false),
             TrustListFile::Single(e) => (vec![e], true),
@@ -423,10 +496,10 @@ impl TryFrom<TrustListFile> for TrustList {
                 format!("verifiers[{i}].")
             };
             if e.id.is_empty() {
-                return Err(format!("{at}id is empty"));
+                return Err(TrustEntryError::EmptyId { at });
             }
-            let public_key =
-                parse_public_key(&e.public_key).map_err(|why| format!("{at}public_key: {why}"))?;
+            let public_key = parse_public_key(&e.public_key)
+                .map_err(|error| TrustEntryError::PublicKey { at, error })?;
             verifiers.push(TrustedVerifier {
                 id: e.id,
                 public_key,
@@ -438,27 +511,18 @@ impl TryFrom<TrustListFile> for TrustList {
 
 impl TrustList {
     /// Parse JSON text.
-    pub fn from_json(text: &str) -> Result<TrustList, String> {
-        serde_json::from_str(text).map_err(|e| {
-            format!(
-                "not a trust list ({e}); expected {{\"verifiers\": [{{\"id\": ..., \"public_key\": ...}}]}}"
-            )
-        })
+    pub fn from_json(text: &str) -> Result<TrustList, TrustListError> {
+        serde_json::from_str(text).map_err(|error| TrustListError::Json { error })
     }
 
     /// Parse TOML text (`[[verifiers]]` tables with `id` and `public_key`).
-    pub fn from_toml(text: &str) -> Result<TrustList, String> {
-        toml::from_str(text).map_err(|e| {
-            format!(
-                "not a trust list ({}); expected [[verifiers]] tables with id and public_key",
-                e.message()
-            )
-        })
+    pub fn from_toml(text: &str) -> Result<TrustList, TrustListError> {
+        toml::from_str(text).map_err(|error| TrustListError::Toml { error })
     }
 
     /// Parse a JSON value (for a trust list embedded in another document).
-    pub fn from_value(value: &Value) -> Result<TrustList, String> {
-        TrustList::deserialize(value).map_err(|e| e.to_string())
+    pub fn from_value(value: &Value) -> Result<TrustList, TrustListError> {
+        TrustList::deserialize(value).map_err(TrustListError::Value)
     }
 
     /// Read a file: TOML when it ends in `.toml`, JSON otherwise.
@@ -476,7 +540,10 @@ impl TrustList {
         } else {
             TrustList::from_json(&text)
         };
-        parsed.map_err(|why| TrustError::Invalid { path: shown, why })
+        parsed.map_err(|source| TrustError::Invalid {
+            path: shown,
+            source,
+        })
     }
 
     /// The keys listed for a verifier id.
@@ -886,7 +953,8 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a, c);
         let err = TrustList::from_json(r#"{"verifiers": [{"id": "a", "public_key": "AAAA"}]}"#)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("verifiers[0].public_key"), "{err}");
         assert!(TrustList::from_json(r#"{"verifiers": [{"id": "a"}]}"#).is_err());
         assert!(TrustList::from_toml("verifiers = 3").is_err());

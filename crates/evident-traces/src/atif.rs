@@ -218,7 +218,9 @@ fn step(v: &Value, path: &str, file: &str, subagent: bool, trace: &mut Trace) ->
             let cpath = format!("{path}.tool_calls[{j}]");
             let mut call = tool_call(c, &cpath, file, subagent)?;
             call.time = crate::timestamp(v);
-            pairing.call(trace, call).map_err(|m| at(file, &cpath, m))?;
+            pairing
+                .call(trace, call)
+                .map_err(|m| at(file, &cpath, m.to_string()))?;
         }
     }
     let results = match s.get("observation") {

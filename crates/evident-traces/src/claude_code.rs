@@ -102,7 +102,7 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                                 ..Call::default()
                             },
                         )
-                        .map_err(|m| line_err(file, line, m))?;
+                        .map_err(|m| line_err(file, line, m.to_string()))?;
                 }
                 Some("tool_result") if kind == "user" => {
                     let id = b
@@ -130,7 +130,7 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                                 ..Outcome::default()
                             },
                         )
-                        .map_err(|m| line_err(file, line, m))?;
+                        .map_err(|m| line_err(file, line, m.to_string()))?;
                 }
                 _ => {}
             }

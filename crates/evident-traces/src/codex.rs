@@ -136,7 +136,7 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                                     ..Call::default()
                                 },
                             )
-                            .map_err(|m| err(line, m))?;
+                            .map_err(|m| err(line, m.to_string()))?;
                     }
                     (
                         "response_item",
@@ -178,7 +178,7 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                                     ..Outcome::default()
                                 },
                             )
-                            .map_err(|m| err(line, m))?;
+                            .map_err(|m| err(line, m.to_string()))?;
                     }
                     ("event_msg", "exec_command_end") => {
                         if let Some(c) = p.get("exit_code").and_then(Value::as_i64) {
@@ -266,7 +266,7 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                                 ..Call::default()
                             },
                         )
-                        .map_err(|m| err(line, m))?;
+                        .map_err(|m| err(line, m.to_string()))?;
                 }
                 if kind == "item.completed" {
                     let status = it.get("status").and_then(Value::as_str);
@@ -289,7 +289,7 @@ pub fn read(bytes: &[u8], file: &str) -> Result<Trace, Error> {
                                 ..Outcome::default()
                             },
                         )
-                        .map_err(|m| err(line, m))?;
+                        .map_err(|m| err(line, m.to_string()))?;
                 }
             }
             _ => {}

@@ -250,13 +250,12 @@ impl Pairing {
         }
     }
 
-    pub(crate) fn call(&mut self, trace: &mut Trace, call: Call) -> Result<(), String> {
+    pub(crate) fn call(&mut self, trace: &mut Trace, call: Call) -> Result<(), PairingError> {
         if self.ids.call(&call.id, trace.calls.len()).is_err() {
-            return Err(format!(
-                "duplicate {} id '{}' (a call with this id is still waiting for its result)",
-                self.call,
-                call.id.escape_debug()
-            ));
+            return Err(PairingError::CallPending {
+                call: self.call,
+                id: call.id,
+            });
         }
         trace.calls.push(call);
         Ok(())
@@ -267,37 +266,55 @@ impl Pairing {
         trace: &mut Trace,
         id: &str,
         outcome: Outcome,
-    ) -> Result<(), String> {
+    ) -> Result<(), PairingError> {
         match self.ids.result(id) {
             Ok(i) => {
                 trace.calls[i].outcome = Some(outcome);
                 Ok(())
             }
-            Err(Broken::SecondResult) => Err(format!(
-                "duplicate {} id '{}' (its call already has a result)",
-                self.result,
-                id.escape_debug()
-            )),
-            Err(_) => Err(format!(
-                "{} '{}' has no earlier {} waiting for it (a result before its call, or an orphan)",
-                self.result,
-                id.escape_debug(),
-                self.call
-            )),
+            Err(Broken::SecondResult) => Err(PairingError::SecondResult {
+                result: self.result,
+                id: id.to_string(),
+            }),
+            Err(_) => Err(PairingError::Orphan {
+                call: self.call,
+                result: self.result,
+                id: id.to_string(),
+            }),
         }
     }
 
     /// Seed 001's formats: a call that never got a result is an error.
-    pub(crate) fn require_results(&self, trace: &Trace) -> Result<(), String> {
+    pub(crate) fn require_results(&self, trace: &Trace) -> Result<(), PairingError> {
         match trace.calls.iter().find(|c| c.outcome.is_none()) {
-            Some(c) => Err(format!(
-                "{} '{}' has no result",
-                self.call,
-                c.id.escape_debug()
-            )),
+            Some(c) => Err(PairingError::NoResult {
+                call: self.call,
+                id: c.id.clone(),
+            }),
             None => Ok(()),
         }
     }
+}
+
+/// Why a call or result does not pair up; becomes the message of a trace [`Error`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PairingError {
+    /// A second call with the id of one still waiting for its result.
+    #[error("duplicate {call} id '{}' (a call with this id is still waiting for its result)", id.escape_debug())]
+    CallPending { call: &'static str, id: String },
+    /// A second result for a call that already has one.
+    #[error("duplicate {result} id '{}' (its call already has a result)", id.escape_debug())]
+    SecondResult { result: &'static str, id: String },
+    /// A result with no call waiting for it.
+    #[error("{result} '{}' has no earlier {call} waiting for it (a result before its call, or an orphan)", id.escape_debug())]
+    Orphan {
+        call: &'static str,
+        result: &'static str,
+        id: String,
+    },
+    /// A call that never got a result.
+    #[error("{call} '{}' has no result", id.escape_debug())]
+    NoResult { call: &'static str, id: String },
 }
 
 /// Python's `str.isspace()` for one character (what `strip()` removes): Rust's

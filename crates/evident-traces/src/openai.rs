@@ -65,6 +65,6 @@ pub fn read(records: &[Value], file: &str) -> Result<Trace, Error> {
     }
     pairing
         .require_results(&trace)
-        .or_else(|m| doc_err(file, m))?;
+        .or_else(|m| doc_err(file, m.to_string()))?;
     Ok(trace)
 }

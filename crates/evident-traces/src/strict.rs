@@ -10,15 +10,14 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::Value;
 
 /// Parses JSON text strictly: valid UTF-8, no duplicate keys at any depth.
-pub fn parse(bytes: &[u8]) -> Result<Value, String> {
+pub fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     DupCheck {
         parent: None,
         seg: Seg::Root,
     }
-    .deserialize(&mut de)
-    .map_err(|e| e.to_string())?;
-    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    .deserialize(&mut de)?;
+    serde_json::from_slice(bytes)
 }
 
 /// One step of the JSON path, kept borrowed: the path text is built only for an error

@@ -205,8 +205,25 @@ struct ListQuery {
     limit: Option<u64>,
 }
 
+/// Why a list page's query is refused: the parameter and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+struct BadFilter(String);
+
+impl From<String> for BadFilter {
+    fn from(message: String) -> BadFilter {
+        BadFilter(message)
+    }
+}
+
+impl From<&str> for BadFilter {
+    fn from(message: &str) -> BadFilter {
+        BadFilter(message.to_string())
+    }
+}
+
 impl ListQuery {
-    fn parse(pairs: &[(String, String)]) -> Result<ListQuery, String> {
+    fn parse(pairs: &[(String, String)]) -> Result<ListQuery, BadFilter> {
         let last = |k: &str| {
             pairs
                 .iter()
@@ -223,7 +240,8 @@ impl ListQuery {
                 return Err(format!(
                     "kind: {:?} is not a kind of decision: gate or verify",
                     text::line(other, 40)
-                ));
+                )
+                .into());
             }
         };
         let task = match last("task") {
@@ -310,7 +328,9 @@ async fn list(
 ) -> Response {
     let q = match ListQuery::parse(&pairs) {
         Ok(q) => q,
-        Err(why) => return error_page(&shared, StatusCode::BAD_REQUEST, "Bad filter", &why),
+        Err(BadFilter(why)) => {
+            return error_page(&shared, StatusCode::BAD_REQUEST, "Bad filter", &why);
+        }
     };
     let filter = q.filter();
     let other_kind = if q.kind == "gate" { "verify" } else { "gate" };
@@ -818,7 +838,7 @@ mod tests {
         }
     }
 
-    fn q(pairs: &[(&str, &str)]) -> Result<ListQuery, String> {
+    fn q(pairs: &[(&str, &str)]) -> Result<ListQuery, BadFilter> {
         let owned: Vec<(String, String)> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -831,8 +851,8 @@ mod tests {
         let d = q(&[]).unwrap();
         assert_eq!((d.kind, d.state.as_deref(), d.limit), ("gate", None, None));
         assert_eq!(d.filter().kind.as_deref(), Some("gate"), "never both kinds");
-        assert!(q(&[("kind", "hook")]).unwrap_err().starts_with("kind:"));
-        assert!(q(&[("limit", "-1")]).unwrap_err().starts_with("limit:"));
+        assert!(q(&[("kind", "hook")]).unwrap_err().0.starts_with("kind:"));
+        assert!(q(&[("limit", "-1")]).unwrap_err().0.starts_with("limit:"));
         assert!(q(&[("task", &"x".repeat(201))]).is_err());
         let last = q(&[("state", "verified"), ("state", "refuted")]).unwrap();
         assert_eq!(last.state.as_deref(), Some("refuted"));

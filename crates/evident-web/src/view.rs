@@ -374,8 +374,7 @@ pub fn decision(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Exp
         evident_sign::canonical_json(&claim_v).as_bytes(),
         &format!("record {}", d.id),
     );
-    let verdict: Result<Verdict, String> =
-        serde_json::from_value(verdict_v.clone()).map_err(|e| e.to_string());
+    let verdict: Result<Verdict, serde_json::Error> = serde_json::from_value(verdict_v.clone());
     let (doc, verdict, unreadable) = match (doc, verdict) {
         (Ok(doc), Ok(v)) => (Some(doc), Some(v), None),
         (Err(e), _) => (
@@ -1035,9 +1034,8 @@ fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Reco
         ),
     };
     let sig_text = d.signature.as_ref().map(evident_sign::canonical_json);
-    let parsed: Option<Result<RecordSignature, String>> = sig_text
-        .as_deref()
-        .map(|t| serde_json::from_str(t).map_err(|e| e.to_string()));
+    let parsed: Option<Result<RecordSignature, serde_json::Error>> =
+        sig_text.as_deref().map(serde_json::from_str);
     let (signature_class, signature_text) = match (parsed, trust) {
         (None, Some(_)) => (
             "bad",
@@ -1046,7 +1044,10 @@ fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Reco
         (None, None) => ("unknown", "not signed".to_string()),
         (Some(Err(e)), _) => (
             "bad",
-            format!("the signature is malformed ({})", text::line(&e, 400)),
+            format!(
+                "the signature is malformed ({})",
+                text::line(&e.to_string(), 400)
+            ),
         ),
         (Some(Ok(s)), None) => (
             "unknown",
@@ -1066,7 +1067,7 @@ fn record_view(d: &DecisionView, prev: &Prev, trust: Option<&TrustList>) -> Reco
                         text::line(&s.keyid, 80)
                     ),
                 ),
-                Err(why) => ("bad", text::line(&why, 400)),
+                Err(why) => ("bad", text::line(&why.0, 400)),
             }
         }
     };

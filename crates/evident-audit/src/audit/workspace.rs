@@ -28,7 +28,7 @@ pub(super) struct Workspace<'o> {
     /// The repository's `neutralise` arguments (live mode), on every git call.
     pub(super) git_args: Vec<String>,
     /// Set when a live-mode clone failed: spans are then blocked.
-    pub(super) clone_failed: Option<String>,
+    pub(super) clone_failed: Option<CloneFailed>,
     /// Live mode: the repository is a shallow clone (history is cut off).
     pub(super) shallow: bool,
 }
@@ -256,8 +256,14 @@ pub(super) fn prepare_live(ws: &mut Workspace) -> Result<Prepared, AuditError> {
     Ok(Ok(()))
 }
 
+/// Why HEAD could not be cloned and checked out for the spans: git's own words. Kept,
+/// so every span after the first is told the same without cloning again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct CloneFailed(String);
+
 /// Live mode: clone the repository (read-only for the source) and check out HEAD.
-pub(super) fn live_span_root(ws: &mut Workspace) -> Result<PathBuf, String> {
+pub(super) fn live_span_root(ws: &mut Workspace) -> Result<PathBuf, CloneFailed> {
     if let Some(r) = &ws.span_root {
         return Ok(r.clone());
     }
@@ -300,10 +306,10 @@ pub(super) fn live_span_root(ws: &mut Workspace) -> Result<PathBuf, String> {
         if ran.ok() {
             Ok(clone.join(&ws.live_offset))
         } else {
-            Err(why(&ran))
+            Err(CloneFailed(why(&ran)))
         }
     } else {
-        Err(why(&ran))
+        Err(CloneFailed(why(&ran)))
     };
     match &result {
         Ok(r) => ws.span_root = Some(r.clone()),

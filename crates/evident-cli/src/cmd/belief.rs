@@ -3,7 +3,8 @@
 //! Thin: parsing and the report live in `evident_belief_suite::input`, the model in
 //! `evident_rules::belief`.
 
-use anyhow::{anyhow, bail};
+use anyhow::Context as _;
+use anyhow::bail;
 use evident_belief_suite::input;
 
 use crate::exit;
@@ -41,8 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         &args.file
     };
-    let (parsed, belief) =
-        input::assess(&bytes, args.caution).map_err(|e| anyhow!("{name}: {e}"))?;
+    let (parsed, belief) = input::assess(&bytes, args.caution).with_context(|| name.to_string())?;
     if args.json {
         println!(
             "{}",

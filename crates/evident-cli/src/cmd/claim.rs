@@ -26,14 +26,17 @@ pub struct Args {
     pub base: Option<String>,
 }
 
-fn parse_format(s: &str) -> Result<TranscriptFormat, String> {
+/// `--from` names no transcript format evident reads.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown transcript format {0:?}; expected claude-code, codex or atif")]
+struct UnknownFormat(String);
+
+fn parse_format(s: &str) -> Result<TranscriptFormat, UnknownFormat> {
     match s {
         "claude-code" => Ok(TranscriptFormat::ClaudeCode),
         "codex" => Ok(TranscriptFormat::Codex),
         "atif" => Ok(TranscriptFormat::Atif),
-        other => Err(format!(
-            "unknown transcript format {other:?}; expected claude-code, codex or atif"
-        )),
+        other => Err(UnknownFormat(other.to_string())),
     }
 }
 
@@ -45,8 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         &args.repo,
         args.base.as_deref(),
         &env,
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    )?;
     println!("{}", serde_json::to_string_pretty(&claim)?);
     Ok(crate::exit::OK)
 }

@@ -55,18 +55,23 @@ pub struct Args {
     pub no_progress: bool,
 }
 
+/// `--threads` is not a number from 0 to [`evident_eval::engine::MAX_THREADS`].
+#[derive(Debug, thiserror::Error)]
+#[error("expected a number of threads from 0 (one per core) to {max}")]
+struct BadThreads {
+    max: usize,
+}
+
 /// 0 (one per core) to [`evident_eval::engine::MAX_THREADS`].
-fn thread_count(s: &str) -> Result<usize, String> {
+fn thread_count(s: &str) -> Result<usize, BadThreads> {
     let max = evident_eval::engine::MAX_THREADS;
     match s.parse::<usize>() {
         Ok(n) if n <= max => Ok(n),
-        _ => Err(format!(
-            "expected a number of threads from 0 (one per core) to {max}"
-        )),
+        _ => Err(BadThreads { max }),
     }
 }
 
-pub(crate) fn error_prefix(s: &str) -> Result<String, String> {
+pub(crate) fn error_prefix(s: &str) -> Result<String, evident_eval::adapt::AdaptError> {
     evident_eval::adapt::check_error_prefix(s).map(|_| s.to_owned())
 }
 

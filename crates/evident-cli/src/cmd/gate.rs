@@ -145,7 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .canonicalize()
         .with_context(|| format!("{}: the contract root does not exist", root.display()))?;
     let key = match &args.key {
-        Some(path) => Some(evident_sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
+        Some(path) => Some(evident_sign::Key::load(path)?),
         None => None,
     };
     let before = match &args.before {

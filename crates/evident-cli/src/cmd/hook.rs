@@ -49,10 +49,13 @@ pub struct Args {
     pub event: Option<String>,
 }
 
-pub fn parse_agent(s: &str) -> Result<Agent, String> {
-    Agent::parse(s).ok_or_else(|| {
-        format!("unknown agent {s:?}; expected claude-code, codex, cursor, gemini or copilot")
-    })
+/// `--agent` names no agent evident has hooks for.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown agent {0:?}; expected claude-code, codex, cursor, gemini or copilot")]
+pub struct UnknownAgent(String);
+
+pub fn parse_agent(s: &str) -> Result<Agent, UnknownAgent> {
+    Agent::parse(s).ok_or_else(|| UnknownAgent(s.to_string()))
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {

@@ -1,5 +1,6 @@
 //! `evident init AGENT`: set evident up as a coding agent's stop hook.
 
+use anyhow::Context as _;
 use std::path::PathBuf;
 
 use evident_hooks::agent::Agent;
@@ -26,10 +27,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let root = args
         .repo
         .canonicalize()
-        .map_err(|e| anyhow::anyhow!("{}: {e}", args.repo.display()))?;
+        .with_context(|| args.repo.display().to_string())?;
     let binary = std::env::current_exe()
         .and_then(|p| p.canonicalize())
-        .map_err(|e| anyhow::anyhow!("cannot find the evident binary's path: {e}"))?;
+        .context("cannot find the evident binary's path")?;
     // The registered command runs this file at every stop: inside the working tree
     // (an in-tree virtualenv, node_modules, a build directory) the agent could replace
     // it with a program that allows every stop — at once, while a changed settings
@@ -41,8 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             root.display()
         );
     }
-    let plan = evident_hooks::init::plan(args.agent, &root, &binary)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plan = evident_hooks::init::plan(args.agent, &root, &binary)?;
     for (path, text) in plan {
         if args.print {
             println!("--- {}\n{text}", path.display());
@@ -55,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(&path, &text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        std::fs::write(&path, &text).with_context(|| path.display().to_string())?;
         println!("wrote {}", path.display());
     }
     Ok(crate::exit::OK)

@@ -1,5 +1,6 @@
 //! `evident ledger verify` and `evident ledger export`.
 
+use anyhow::Context as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
@@ -89,9 +90,9 @@ fn verify(a: VerifyArgs) -> anyhow::Result<u8> {
     let (report, shown, found_expect) = match &a.export {
         Some(path) => {
             let file = std::fs::File::open(path)
-                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+                .with_context(|| format!("cannot read {}", path.display()))?;
             let report = evident_ledger::verify_export_opts(std::io::BufReader::new(file), options)
-                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+                .with_context(|| format!("cannot read {}", path.display()))?;
             // An export holds every hash; look the expected one up by re-reading.
             let found = match &a.expect {
                 Some(h) => Some(export_has_hash(path, h)?),
@@ -194,11 +195,11 @@ fn export(a: ExportArgs) -> anyhow::Result<u8> {
     let n = match &a.out {
         Some(path) => {
             let file = std::fs::File::create(path)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+                .with_context(|| format!("cannot write {}", path.display()))?;
             let mut w = std::io::BufWriter::new(file);
             let n = ledger.export(&mut w)?;
             w.flush()
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+                .with_context(|| format!("cannot write {}", path.display()))?;
             n
         }
         None => {

@@ -1,6 +1,7 @@
 //! `evident log`: list recorded decisions from the ledger.
 
 use crate::exit;
+use anyhow::Context as _;
 
 /// Arguments of `evident log`.
 #[derive(clap::Args)]
@@ -35,9 +36,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     let now = time::OffsetDateTime::now_utc();
     let bound = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<String>> {
         v.as_deref()
-            .map(|t| {
-                evident_ledger::parse_time_bound(t, now).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
-            })
+            .map(|t| evident_ledger::parse_time_bound(t, now).with_context(|| flag.to_string()))
             .transpose()
     };
     let filter = evident_ledger::Filter {

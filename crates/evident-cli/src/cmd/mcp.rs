@@ -64,10 +64,10 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
                 "--trust needs --policy FILE: a claim without a contract is decided only under the owner's policy"
             ));
         }
-        cfg.trust = Some(evident_sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?);
+        cfg.trust = Some(evident_sign::TrustList::load(path)?);
     }
     if let Some(path) = &a.key {
-        cfg.key = Some(evident_sign::Key::load(path).map_err(|e| anyhow!("{e}"))?);
+        cfg.key = Some(evident_sign::Key::load(path)?);
         cfg.key_path = Some(path.clone());
     }
     let caller = match a.caller {

@@ -107,7 +107,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     let mut cfg = evident_serve::Config::new(a.listen, a.contracts.clone());
     cfg.ledger = a.ledger.clone();
     if let Some(path) = &a.tokens {
-        cfg.tokens = evident_serve::Tokens::load(path).map_err(|e| anyhow!("--tokens {e}"))?;
+        cfg.tokens = evident_serve::Tokens::load(path).context("--tokens")?;
     }
     if let Some(path) = &a.policy {
         cfg.policy = Some((
@@ -121,10 +121,10 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
                 "--trust needs --policy FILE: POST /v1/verify decides only under the owner's policy"
             );
         }
-        cfg.trust = Some(evident_sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?);
+        cfg.trust = Some(evident_sign::TrustList::load(path)?);
     }
     if let Some(path) = &a.key {
-        cfg.key = Some(evident_sign::Key::load(path).map_err(|e| anyhow!("{e}"))?);
+        cfg.key = Some(evident_sign::Key::load(path)?);
         cfg.key_path = Some(path.clone());
     }
     cfg.allowed_hosts = a.allow_host.clone();

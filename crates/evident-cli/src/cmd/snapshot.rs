@@ -71,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .filter(|d| !d.is_zero())
         .ok_or_else(|| anyhow!("--timeout must be a positive number of seconds"))?;
     let key = match &args.key {
-        Some(k) => Some(evident_sign::Key::load(k).map_err(|e| anyhow!("{e}"))?),
+        Some(k) => Some(evident_sign::Key::load(k)?),
         None => None,
     };
     let root = match &args.root {
@@ -102,18 +102,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             for s in &contract.contract.snapshots {
                 s.source.register_secrets(&ctx.env, &mut scrub);
             }
-            anyhow!("{contract_name}: {}", scrub.scrub(&e))
+            anyhow!("{contract_name}: {}", scrub.scrub(&e.0))
         })?;
     drop(runtime);
     let mut doc = doc;
     let record = match &key {
         Some(k) => {
-            evident_sign::attach_signature(&mut doc, k).map_err(|e| anyhow!("{e}"))?;
+            evident_sign::attach_signature(&mut doc, k)?;
             None
         }
         None => Some(
             evident_pipeline::record_snapshot(&doc, args.ledger.as_deref())
-                .map_err(|e| anyhow!("cannot record the snapshot in the ledger: {e}"))?,
+                .context("cannot record the snapshot in the ledger")?,
         ),
     };
     let text = serde_json::to_string_pretty(&doc)? + "\n";

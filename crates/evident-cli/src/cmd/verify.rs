@@ -1,7 +1,6 @@
 //! `evident verify FILE|-`: recompute the verdict of a Completion Claim v0.1 document.
 
 use crate::{hint, input};
-use anyhow::anyhow;
 use evident_format::{Claim, OnUnverified, Policy};
 
 /// Recompute the verdict of a Completion Claim v0.1 document.
@@ -101,17 +100,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )
     })?;
     drop(bytes);
-    let document = Claim::from_checked(checked, name).map_err(|e| anyhow!("{e}"))?;
+    let document = Claim::from_checked(checked, name)?;
     let policy = match &args.policy {
         Some(path) => Some((path.display().to_string(), load_policy(path)?)),
         None => None,
     };
     let trust = match &args.trust {
-        Some(path) => Some(evident_sign::TrustList::load(path).map_err(|e| anyhow!("{e}"))?),
+        Some(path) => Some(evident_sign::TrustList::load(path)?),
         None => None,
     };
     let key = match &args.key {
-        Some(path) => Some(evident_sign::Key::load(path).map_err(|e| anyhow!("{e}"))?),
+        Some(path) => Some(evident_sign::Key::load(path)?),
         None => None,
     };
     let now = match &args.now {

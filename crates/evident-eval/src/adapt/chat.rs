@@ -70,11 +70,9 @@ pub(crate) fn wrapper<'a>(
 }
 
 /// Whether an `--error-prefix` is usable (a blank one would mark every result).
-pub fn check_error_prefix(p: &str) -> Result<(), String> {
+pub fn check_error_prefix(p: &str) -> Result<(), AdaptError> {
     if py_blank(p) {
-        return Err(
-            "--error-prefix must not be blank: it would mark every result as failed".into(),
-        );
+        return err("--error-prefix must not be blank: it would mark every result as failed");
     }
     Ok(())
 }

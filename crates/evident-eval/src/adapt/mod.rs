@@ -18,6 +18,7 @@ pub use chat::{NO_TASK, check_error_prefix};
 
 use serde_json::{Map, Value, json};
 
+use crate::case::CaseError;
 use crate::pyjson::{self, PRETTY};
 use crate::spec::{Spec, parse_spec};
 use crate::text::{py_blank, py_strip};
@@ -128,12 +129,27 @@ impl Format {
 }
 
 /// A rejected trace or requirements file; the message names the JSON path.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct AdaptError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum AdaptError {
+    /// The trace or requirements do not have the shape the format needs.
+    #[error("{0}")]
+    Invalid(String),
+    /// The text is not strict JSON (serde_json's message names line and column).
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// An object-form requirements document is rejected.
+    #[error(transparent)]
+    Spec(#[from] CaseError),
+    /// The case cannot be printed as the peer would (a number it reads as infinity).
+    #[error(transparent)]
+    Dump(#[from] pyjson::DumpError),
+    /// A trace reader rejected the document.
+    #[error(transparent)]
+    Trace(#[from] evident_traces::Error),
+}
 
 pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T, AdaptError> {
-    Err(AdaptError(msg.into()))
+    Err(AdaptError::Invalid(msg.into()))
 }
 
 /// One requirement of the owner's contract.
@@ -316,7 +332,7 @@ impl Envelope {
 pub fn to_pretty(v: &Value) -> Result<String, AdaptError> {
     pyjson::dumps(v, PRETTY)
         .map(|s| s + "\n")
-        .map_err(AdaptError)
+        .map_err(AdaptError::from)
 }
 
 /// The same JSON on one line (a case line of `evident eval`), with a final newline.
@@ -327,18 +343,18 @@ pub fn to_line(v: &Value) -> Result<String, AdaptError> {
     };
     pyjson::dumps(v, style)
         .map(|s| s + "\n")
-        .map_err(AdaptError)
+        .map_err(AdaptError::from)
 }
 
 /// Reads a requirements file: seed 001's non-empty JSON array of `{action,
 /// evidence_fields?}` (the same rules, and `strip()`, as a case's requirements), or
 /// the object form (`{"requirements": [...], "writes": [...]}`, [`crate::spec`]).
 pub fn parse_requirements(bytes: &[u8]) -> Result<Requirements, AdaptError> {
-    let v = pyjson::parse_strict(bytes).map_err(AdaptError)?;
+    let v = pyjson::parse_strict(bytes)?;
     if v.is_object() {
         return parse_spec(&v, "")
             .map(Requirements::Spec)
-            .map_err(AdaptError);
+            .map_err(AdaptError::from);
     }
     parse_requirement_list(v).map(Requirements::List)
 }
@@ -519,8 +535,8 @@ pub fn adapt_with(
     };
     // One-document readers start their messages with the JSON path; the file is the
     // caller's to name.
-    let events = events_of(trace.map_err(|e| AdaptError(e.message))?.calls)?;
-    let raw_sha256 = pyjson::canonical_sha256(raw).map_err(AdaptError)?;
+    let events = events_of(trace.map_err(|e| AdaptError::Invalid(e.message))?.calls)?;
+    let raw_sha256 = pyjson::canonical_sha256(raw)?;
     let (adapter, source_type) = format.ids();
     Ok(Envelope {
         trace_id,
@@ -564,7 +580,7 @@ pub fn adapt_bytes_with(
     if format.is_native() {
         return adapt_native(format, trace, requirements.into(), source_ref, opts);
     }
-    let raw = pyjson::parse_strict(trace).map_err(AdaptError)?;
+    let raw = pyjson::parse_strict(trace)?;
     adapt_with(format, &raw, requirements, source_ref, opts)
 }
 
@@ -600,8 +616,7 @@ fn adapt_native(
         Format::ClaudeCode => evident_traces::claude_code::read(trace, "trace"),
         Format::Atif => evident_traces::atif::read(trace, "trace"),
         _ => evident_traces::codex::read(trace, "trace"),
-    }
-    .map_err(|e| AdaptError(e.to_string()))?;
+    }?;
     // `codex exec --json` does not record the prompt: say so rather than invent one.
     let task = t
         .first_user_message()

@@ -17,33 +17,48 @@ use evident_eval::engine::{self, Mode, NoHooks, Options};
 
 fn main() {
     if let Err(e) = real_main() {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", evident_format::chain(&*e));
         std::process::exit(2);
     }
 }
 
-fn real_main() -> Result<(), String> {
+/// A file the benchmark could not create, read or inspect, named.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}")]
+struct FileError {
+    path: String,
+    source: io::Error,
+}
+
+/// Names `path` on an I/O error.
+fn at(path: &str) -> impl FnOnce(io::Error) -> FileError + '_ {
+    move |source| FileError {
+        path: path.to_string(),
+        source,
+    }
+}
+
+fn real_main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("schema") => {
-            let s = serde_json::to_string_pretty(&evident_eval::spec::schema())
-                .map_err(|e| e.to_string())?;
+            let s = serde_json::to_string_pretty(&evident_eval::spec::schema())?;
             println!("{s}");
             Ok(())
         }
         Some("gen") if args.len() >= 3 => {
-            let n: u64 = args[1].parse().map_err(|_| "N must be a number".to_string())?;
-            let seed: u64 = args.get(3).map_or(Ok(1), |s| s.parse()).map_err(|_| "bad seed".to_string())?;
-            let f = File::create(&args[2]).map_err(|e| format!("{}: {e}", args[2]))?;
+            let n: u64 = args[1].parse().map_err(|_| "N must be a number")?;
+            let seed: u64 = args.get(3).map_or(Ok(1), |s| s.parse()).map_err(|_| "bad seed")?;
+            let f = File::create(&args[2]).map_err(at(&args[2]))?;
             let mut w = BufWriter::with_capacity(1 << 20, f);
             let t = Instant::now();
-            let bytes = evident_eval::corpus::generate(&mut w, n, seed).map_err(|e| e.to_string())?;
+            let bytes = evident_eval::corpus::generate(&mut w, n, seed)?;
             println!("wrote {n} cases, {bytes} bytes, in {:.2}s", t.elapsed().as_secs_f64());
             Ok(())
         }
         Some("run") if args.len() >= 3 => {
             let path = &args[1];
-            let threads: usize = args.get(3).map_or(Ok(0), |s| s.parse()).map_err(|_| "bad THREADS".to_string())?;
+            let threads: usize = args.get(3).map_or(Ok(0), |s| s.parse()).map_err(|_| "bad THREADS")?;
             let mode = match args[2].as_str() {
                 "read" => None,
                 "parse" => Some(Mode::ParseOnly),
@@ -51,22 +66,20 @@ fn real_main() -> Result<(), String> {
                 "jsonl" => Some(Mode::Jsonl),
                 "json" => Some(Mode::Json),
                 "plain" => Some(Mode::Plain),
-                m => return Err(format!("unknown mode {m}")),
+                m => return Err(format!("unknown mode {m}").into()),
             };
-            let size = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?.len();
-            let mut f = File::open(path).map_err(|e| format!("{path}: {e}"))?;
+            let size = std::fs::metadata(path).map_err(at(path))?.len();
+            let mut f = File::open(path).map_err(at(path))?;
             let t = Instant::now();
             let cases = match mode {
-                None => read_only(&mut f).map_err(|e| e.to_string())?,
+                None => read_only(&mut f).map_err(at(path))?,
                 Some(mode) => {
                     let mut opts = Options::new(mode, path.clone());
                     opts.threads = threads;
                     let mut sink = io::sink();
                     let p = path.clone();
                     let reopen = move || -> io::Result<Box<dyn Read>> { Ok(Box::new(File::open(&p)?)) };
-                    engine::run(&mut f, &mut sink, &opts, &mut NoHooks, Some(&reopen))
-                        .map_err(|e| e.to_string())?
-                        .cases
+                    engine::run(&mut f, &mut sink, &opts, &mut NoHooks, Some(&reopen))?.cases
                 }
             };
             let secs = t.elapsed().as_secs_f64();
