@@ -147,10 +147,10 @@ pub struct ToolRun {
     pub output: Option<String>,
 }
 
-/// A path refused because it names nothing inside the world. A leaf: the message is all.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct BadPath(pub String);
+evident_format::message_error! {
+    /// A path refused because it names nothing inside the world. A leaf: the message is all.
+    pub struct BadPath;
+}
 
 /// Normalize a world-relative path: no absolute paths, no `..`, `.` and empty parts
 /// removed. A path that would leave the world is refused, so no tool can touch

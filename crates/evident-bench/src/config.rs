@@ -453,22 +453,10 @@ impl<'a> Obj<'a> {
     }
 }
 
-/// Why one value of a config is refused (the caller names the file and the JSON
-/// path). A leaf: the message is all.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-struct Invalid(String);
-
-impl From<String> for Invalid {
-    fn from(message: String) -> Invalid {
-        Invalid(message)
-    }
-}
-
-impl From<&str> for Invalid {
-    fn from(message: &str) -> Invalid {
-        Invalid(message.to_string())
-    }
+evident_format::message_error! {
+    /// Why one value of a config is refused (the caller names the file and the JSON
+    /// path). A leaf: the message is all.
+    struct Invalid;
 }
 
 fn text_value(v: Option<&Value>) -> Result<String, Invalid> {

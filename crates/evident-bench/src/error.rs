@@ -4,10 +4,10 @@
 use std::fmt::Display;
 use std::path::Path;
 
-/// Why a command could not do its work.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Error(pub String);
+evident_format::message_error! {
+    /// Why a command could not do its work.
+    pub struct Error;
+}
 
 impl Error {
     /// `FILE: $.json.path: message`.

@@ -445,22 +445,10 @@ lobj_impl!(RawRequirement);
 lobj_impl!(RawEvent);
 lobj_impl!(RawCase);
 
-/// Why a case line (or an object-form requirements document) is rejected: the peer's
-/// validation message, without the `PATH:LINE: ` prefix. A leaf: the message is all.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct CaseError(pub String);
-
-impl From<String> for CaseError {
-    fn from(message: String) -> CaseError {
-        CaseError(message)
-    }
-}
-
-impl From<&str> for CaseError {
-    fn from(message: &str) -> CaseError {
-        CaseError(message.to_string())
-    }
+evident_format::message_error! {
+    /// Why a case line (or an object-form requirements document) is rejected: the peer's
+    /// validation message, without the `PATH:LINE: ` prefix. A leaf: the message is all.
+    pub struct CaseError;
 }
 
 /// Parses one line of case JSONL. Errors are messages without the `PATH:LINE: ` prefix.

@@ -28,6 +28,47 @@ pub fn chain(error: &(dyn Error + 'static)) -> String {
     Chain(error).to_string()
 }
 
+/// Declares an error that is a message and nothing else (a validation sentence with no
+/// underlying cause), with `From<String>` and `From<&str>` so `Err("…".into())` and
+/// `format!` both make one. A leaf: it has no source, and its `Display` is the message.
+///
+/// ```
+/// evident_format::message_error! {
+///     /// Why a name is refused.
+///     pub struct BadName;
+/// }
+/// let e: BadName = "names are ASCII".into();
+/// assert_eq!(e.to_string(), "names are ASCII");
+/// ```
+#[macro_export]
+macro_rules! message_error {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident;) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        $vis struct $name(pub String);
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl ::std::error::Error for $name {}
+
+        impl ::std::convert::From<String> for $name {
+            fn from(message: String) -> $name {
+                $name(message)
+            }
+        }
+
+        impl ::std::convert::From<&str> for $name {
+            fn from(message: &str) -> $name {
+                $name(message.to_string())
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -712,16 +712,10 @@ fn probe_source(check: &Check) -> Source {
     source
 }
 
-/// Why no evidence item may stand for a delegated check: an observation error
-/// (unverified, never verified). A leaf: the message is all.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-struct NotDelegated(String);
-
-impl From<String> for NotDelegated {
-    fn from(message: String) -> NotDelegated {
-        NotDelegated(message)
-    }
+evident_format::message_error! {
+    /// Why no evidence item may stand for a delegated check: an observation error
+    /// (unverified, never verified). A leaf: the message is all.
+    struct NotDelegated;
 }
 
 /// For a delegated check: the agent's evidence item signed by `signer` that is bound

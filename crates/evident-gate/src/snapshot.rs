@@ -162,22 +162,10 @@ fn field_text(v: &Value) -> String {
 #[derive(Debug)]
 struct MissingField(String);
 
-/// Why a snapshot could not be taken, or a snapshot file is refused. A leaf: the
-/// message names the snapshot and says what to do.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SnapshotError(pub String);
-
-impl From<String> for SnapshotError {
-    fn from(message: String) -> SnapshotError {
-        SnapshotError(message)
-    }
-}
-
-impl From<&str> for SnapshotError {
-    fn from(message: &str) -> SnapshotError {
-        SnapshotError(message.to_string())
-    }
+evident_format::message_error! {
+    /// Why a snapshot could not be taken, or a snapshot file is refused. A leaf: the
+    /// message names the snapshot and says what to do.
+    pub struct SnapshotError;
 }
 
 /// The template filled in one pass: a value that itself contains `{name}` is kept as

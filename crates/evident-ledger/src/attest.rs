@@ -23,22 +23,10 @@ use serde::{Deserialize, Serialize};
 use evident_sign::canonical_json;
 use evident_sign::{Key, TrustList, pae};
 
-/// Why a record's or a checkpoint's signature does not vouch for it, for the message
-/// naming the record. A leaf: the message is all.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unsigned(pub String);
-
-impl From<String> for Unsigned {
-    fn from(message: String) -> Unsigned {
-        Unsigned(message)
-    }
-}
-
-impl From<&str> for Unsigned {
-    fn from(message: &str) -> Unsigned {
-        Unsigned(message.to_string())
-    }
+evident_format::message_error! {
+    /// Why a record's or a checkpoint's signature does not vouch for it, for the message
+    /// naming the record. A leaf: the message is all.
+    pub struct Unsigned;
 }
 
 /// The DSSE payload type of a record signature (the payload is the record's hex hash).

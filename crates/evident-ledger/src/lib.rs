@@ -209,16 +209,10 @@ fn resolve(location: Option<&str>) -> String {
     }
 }
 
-/// Why a ledger location is refused. A leaf holding text only: the parsers' errors
-/// can quote the URL's password, so only their scrubbed text is kept.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-struct BadLocation(String);
-
-impl From<&str> for BadLocation {
-    fn from(message: &str) -> BadLocation {
-        BadLocation(message.to_string())
-    }
+evident_format::message_error! {
+    /// Why a ledger location is refused. A leaf holding text only: the parsers' errors
+    /// can quote the URL's password, so only their scrubbed text is kept.
+    struct BadLocation;
 }
 
 fn parse_location(raw: &str) -> Result<(Location, Vec<String>), BadLocation> {

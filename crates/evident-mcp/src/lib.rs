@@ -184,23 +184,11 @@ pub struct DecisionId {
     pub id: u64,
 }
 
-/// The contract-name error the agent sees; server paths go to the log only.
-/// What an agent is told when a tool call fails: a message for it (never a server
-/// detail; those go to the log). A leaf: the message is all.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
-
-impl From<String> for ToolError {
-    fn from(message: String) -> ToolError {
-        ToolError(message)
-    }
-}
-
-impl From<&str> for ToolError {
-    fn from(message: &str) -> ToolError {
-        ToolError(message.to_string())
-    }
+evident_format::message_error! {
+    /// The contract-name error the agent sees; server paths go to the log only.
+    /// What an agent is told when a tool call fails: a message for it (never a server
+    /// detail; those go to the log). A leaf: the message is all.
+    pub struct ToolError;
 }
 
 impl From<evident_format::Error> for ToolError {

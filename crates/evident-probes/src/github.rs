@@ -183,21 +183,9 @@ pub fn check(spec: &GithubPrSpec) -> Result<(), (String, String)> {
     Ok(())
 }
 
-/// Why an `api_url` or an answer from GitHub is refused: a message, with its hint.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Refused(pub String);
-
-impl From<String> for Refused {
-    fn from(message: String) -> Refused {
-        Refused(message)
-    }
-}
-
-impl From<&str> for Refused {
-    fn from(message: &str) -> Refused {
-        Refused(message.to_string())
-    }
+evident_format::message_error! {
+    /// Why an `api_url` or an answer from GitHub is refused: a message, with its hint.
+    pub struct Refused;
 }
 
 /// The API base: `https`, or `http` to a loopback address only (a test server; a token

@@ -68,15 +68,9 @@ pub enum TokensError {
     },
 }
 
-/// A tokens file's text is refused: its entry and why. A leaf: the message is all.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InvalidTokens(pub String);
-
-impl From<String> for InvalidTokens {
-    fn from(message: String) -> InvalidTokens {
-        InvalidTokens(message)
-    }
+evident_format::message_error! {
+    /// A tokens file's text is refused: its entry and why. A leaf: the message is all.
+    pub struct InvalidTokens;
 }
 
 /// Whether `name` may name a token (it is recorded in the ledger as who asked).

@@ -205,21 +205,9 @@ struct ListQuery {
     limit: Option<u64>,
 }
 
-/// Why a list page's query is refused: the parameter and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-struct BadFilter(String);
-
-impl From<String> for BadFilter {
-    fn from(message: String) -> BadFilter {
-        BadFilter(message)
-    }
-}
-
-impl From<&str> for BadFilter {
-    fn from(message: &str) -> BadFilter {
-        BadFilter(message.to_string())
-    }
+evident_format::message_error! {
+    /// Why a list page's query is refused: the parameter and what is wrong with it.
+    struct BadFilter;
 }
 
 impl ListQuery {

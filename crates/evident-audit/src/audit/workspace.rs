@@ -256,11 +256,11 @@ pub(super) fn prepare_live(ws: &mut Workspace) -> Result<Prepared, AuditError> {
     Ok(Ok(()))
 }
 
-/// Why HEAD could not be cloned and checked out for the spans: git's own words. Kept,
-/// so every span after the first is told the same without cloning again.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub(super) struct CloneFailed(String);
+evident_format::message_error! {
+    /// Why HEAD could not be cloned and checked out for the spans: git's own words. Kept,
+    /// so every span after the first is told the same without cloning again.
+    pub(super) struct CloneFailed;
+}
 
 /// Live mode: clone the repository (read-only for the source) and check out HEAD.
 pub(super) fn live_span_root(ws: &mut Workspace) -> Result<PathBuf, CloneFailed> {
