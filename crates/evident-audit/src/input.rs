@@ -200,7 +200,10 @@ impl<'a> Obj<'a> {
             other => Err(err(
                 file,
                 &path,
-                format!("expected an object, found {}", kind(other)),
+                format!(
+                    "expected an object, found {}",
+                    evident_format::claim::json_type_name(other)
+                ),
             )),
         }
     }
@@ -214,7 +217,13 @@ impl<'a> Obj<'a> {
         match self.map.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(self.fail(key, format!("expected a string, found {}", kind(other)))),
+            Some(other) => Err(self.fail(
+                key,
+                format!(
+                    "expected a string, found {}",
+                    evident_format::claim::json_type_name(other)
+                ),
+            )),
         }
     }
     fn req_str(&self, key: &str) -> Result<String, AuditError> {
@@ -230,7 +239,10 @@ impl<'a> Obj<'a> {
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(other) => Err(self.fail(
                 key,
-                format!("expected true or false, found {}", kind(other)),
+                format!(
+                    "expected true or false, found {}",
+                    evident_format::claim::json_type_name(other)
+                ),
             )),
         }
     }
@@ -255,17 +267,6 @@ fn err(file: &str, path: &str, message: String) -> AuditError {
         file: file.to_string(),
         path: show_path(path),
         message,
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -323,7 +324,10 @@ pub fn parse_claims(file: &str, value: &Value) -> Result<Claims, AuditError> {
         Some(other) => {
             return Err(top.fail(
                 "claims",
-                format!("expected an array, found {}", kind(other)),
+                format!(
+                    "expected an array, found {}",
+                    evident_format::claim::json_type_name(other)
+                ),
             ));
         }
     };
@@ -447,7 +451,10 @@ pub fn parse_ledger(file: &str, value: &Value) -> Result<Ledger, AuditError> {
         Some(other) => {
             return Err(top.fail(
                 "task_ledger_caps",
-                format!("expected an array, found {}", kind(other)),
+                format!(
+                    "expected an array, found {}",
+                    evident_format::claim::json_type_name(other)
+                ),
             ));
         }
     };

@@ -36,6 +36,16 @@ pub fn looks_like_contract(bytes: &[u8]) -> Option<&'static str> {
     map.contains_key("check").then_some("check")
 }
 
+/// The hint for a contract that did not parse: when the file is a claim, `{name}
+/// looks like a claim (it has …)` followed by `instead` (what to run); otherwise a
+/// misspelt field's likely name, from the parser's `message`.
+pub fn contract_hint(bytes: &[u8], name: &str, message: &str, instead: &str) -> Option<String> {
+    match looks_like_claim(bytes) {
+        Some(key) => Some(format!("{name} looks like a claim (it has {key}){instead}")),
+        None => did_you_mean(message),
+    }
+}
+
 /// An error with its likely fix. `main` prints the hint as a `hint:` line of its own,
 /// each part escaped on its own: a newline the input put in the error stays escaped,
 /// so a document cannot forge a hint.

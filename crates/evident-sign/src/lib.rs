@@ -332,22 +332,11 @@ fn signed_content(item: &Map<String, Value>) -> String {
     canonical_json(&Value::Object(copy))
 }
 
-fn kind_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// The DSSE envelope over `item` (its `signature` field, if any, left out).
 pub fn sign_evidence(item: &Value, key: &Key) -> Result<Value, SignError> {
     let Value::Object(map) = item else {
         return Err(SignError::NotAnObject {
-            found: kind_name(item),
+            found: evident_format::claim::json_type_name(item),
         });
     };
     let payload = signed_content(map);
@@ -627,7 +616,7 @@ impl AuthError {
 pub fn authenticate(item: &Value, trust: &TrustList) -> Result<(), AuthError> {
     let Value::Object(map) = item else {
         return Err(AuthError::NotAnObject {
-            found: kind_name(item),
+            found: evident_format::claim::json_type_name(item),
         });
     };
     let id = map

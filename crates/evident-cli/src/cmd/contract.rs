@@ -34,12 +34,8 @@ pub fn run(command: Command) -> anyhow::Result<u8> {
     let bytes = input::read_limited(&name)?;
     let (errors, warnings) = match Contract::parse(&bytes, &name) {
         Err(e) => {
-            let hint = match crate::hint::looks_like_claim(&bytes) {
-                Some(key) => Some(format!(
-                    "{name} looks like a claim (it has {key}), not a contract: evident verify {name}"
-                )),
-                None => crate::hint::did_you_mean(&e.message),
-            };
+            let instead = format!(", not a contract: evident verify {name}");
+            let hint = crate::hint::contract_hint(&bytes, &name, &e.message, &instead);
             let mut error = serde_json::json!({
                 "path": e.path,
                 "line": e.pos.map(|p| p.line),

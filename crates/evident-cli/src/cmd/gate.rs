@@ -75,12 +75,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let contract_name = args.contract.display().to_string();
     let contract_bytes = input::read_limited(&contract_name)?;
     let contract = Contract::parse(&contract_bytes, &contract_name).map_err(|e| {
-        let hint = match hint::looks_like_claim(&contract_bytes) {
-            Some(key) => Some(format!(
-                "{contract_name} looks like a claim (it has {key}); the contract comes first: evident gate CONTRACT CLAIM"
-            )),
-            None => hint::did_you_mean(&e.message),
-        };
+        let hint = hint::contract_hint(
+            &contract_bytes,
+            &contract_name,
+            &e.message,
+            "; the contract comes first: evident gate CONTRACT CLAIM",
+        );
         hint::with_hint(e, hint)
     })?;
     let claim_bytes = input::read_limited(&args.claim)?;

@@ -53,12 +53,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let contract_name = args.contract.display().to_string();
     let bytes = input::read_limited(&contract_name)?;
     let contract = Contract::parse(&bytes, &contract_name).map_err(|e| {
-        let hint = match hint::looks_like_claim(&bytes) {
-            Some(key) => Some(format!(
-                "{contract_name} looks like a claim (it has {key}); snapshot reads the owner's contract: evident snapshot CONTRACT --out FILE"
-            )),
-            None => hint::did_you_mean(&e.message),
-        };
+        let hint = hint::contract_hint(
+            &bytes,
+            &contract_name,
+            &e.message,
+            "; snapshot reads the owner's contract: evident snapshot CONTRACT --out FILE",
+        );
         hint::with_hint(e, hint)
     })?;
     if contract.contract.snapshots.is_empty() {
