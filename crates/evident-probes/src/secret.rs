@@ -417,6 +417,17 @@ impl Scrubber {
         }
         match v {
             Value::String(s) => Value::String(self.scrub(&s)),
+            // A numeric password written as a JSON number (by the agent, in its own
+            // claim) is a secret too: the number becomes its scrubbed text.
+            Value::Number(n) => {
+                let text = n.to_string();
+                let scrubbed = self.scrub(&text);
+                if scrubbed == text {
+                    Value::Number(n)
+                } else {
+                    Value::String(scrubbed)
+                }
+            }
             Value::Array(a) => Value::Array(a.into_iter().map(|x| self.scrub_value(x)).collect()),
             Value::Object(m) => Value::Object(
                 m.into_iter()
@@ -889,6 +900,17 @@ mod text {
         let by_text = s.scrub_text(checked.text);
         assert!(!by_text.as_str().contains(secret), "a secret survived");
         assert_eq!(by_text.to_value(), by_value);
+        // A numeric secret written as a number is scrubbed too (found by the red
+        // team: a DSN password of digits, pasted by the agent as a JSON number), and
+        // an ordinary number is left alone.
+        let mut digits = Scrubber::default();
+        digits.add("postgres://app:90817263@127.0.0.1/billing");
+        let doc = evident_format::json::check(br#"{"a":90817263,"b":[190817263],"c":42}"#)
+            .unwrap()
+            .text;
+        let out = digits.scrub_text(doc).to_value();
+        assert!(!out.to_string().contains("90817263"), "{out}");
+        assert_eq!(out["c"], json!(42));
         // Without secrets the text is returned as it was.
         let plain = evident_format::json::check(b"{\"a\":[1,\"x\"]}")
             .unwrap()

@@ -76,10 +76,17 @@ fn claim(dir: &Path, secret: &str) {
     let at = at
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap();
+    // A password of digits the agent also writes as a JSON number (found by the red
+    // team: numbers were never scrubbed).
+    let number = if secret.bytes().all(|b| b.is_ascii_digit()) {
+        format!(r#", "pin": {secret}"#)
+    } else {
+        String::new()
+    };
     std::fs::write(
         dir.join("claim.json"),
         format!(
-            r#"{{"spec_version": "0.1", "task": {{"id": "t"}}, "claimed_outcome": "connected with {secret} and rotated it", "mutations": [{{"id": "m1", "kind": "code_change", "target": "settings {secret}", "at": "{at}"}}]}}"#
+            r#"{{"spec_version": "0.1", "task": {{"id": "t"}}, "claimed_outcome": "connected with {secret} and rotated it"{number}, "mutations": [{{"id": "m1", "kind": "code_change", "target": "settings {secret}", "at": "{at}"}}]}}"#
         ),
     )
     .unwrap();
@@ -229,6 +236,7 @@ fn dsn_credentials_never_show_whatever_their_length() {
             "hunter2",
         ),
         ("postgres://app:pw9@127.0.0.1:1/billing", "pw9"),
+        ("postgres://app:90817263@127.0.0.1:1/billing", "90817263"),
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
