@@ -315,14 +315,26 @@ pub fn decide(claim: &Claim, decided_at: &Timestamp, options: &Options) -> Verdi
         if t.failed.is_some() {
             continue;
         }
-        'pairs: for &b in &t.before {
-            for &a in &t.after {
-                let (before, after) = (&claim.evidence[b], &claim.evidence[a]);
-                if let Some((path, was, is)) = named_difference(
-                    &after.expected.to_value(),
-                    &before.observed_value.to_value(),
-                    &after.observed_value.to_value(),
-                ) {
+        // Each item's values are read from their text once, not once a pair: an agent
+        // can send hundreds of items of each wave (found by the red team: 26 s for
+        // 400 × 400 when every pair parsed its three values again).
+        let befores: Vec<Value> = t
+            .before
+            .iter()
+            .map(|&b| claim.evidence[b].observed_value.to_value())
+            .collect();
+        let afters: Vec<(usize, Value, Value)> = t
+            .after
+            .iter()
+            .map(|&a| {
+                let e = &claim.evidence[a];
+                (a, e.expected.to_value(), e.observed_value.to_value())
+            })
+            .collect();
+        'pairs: for before in &befores {
+            for (a, expected, after) in &afters {
+                let a = *a;
+                if let Some((path, was, is)) = named_difference(expected, before, after) {
                     findings[a].code = Code::StateChanged;
                     findings[a].used = false;
                     findings[a].detail = format!(
