@@ -272,6 +272,8 @@ pub(crate) struct StreamDigest<'a> {
     h: Sha256,
     scrub: Option<&'a Scrubber>,
     line: Vec<u8>,
+    /// How many bytes were digested: the stream's length as scrubbed.
+    digested: u64,
 }
 
 impl<'a> StreamDigest<'a> {
@@ -280,17 +282,24 @@ impl<'a> StreamDigest<'a> {
             h: Sha256::new(),
             scrub: scrub.filter(|s| !s.is_empty()),
             line: Vec::new(),
+            digested: 0,
         }
+    }
+
+    fn digest(&mut self, bytes: &[u8]) {
+        self.digested += bytes.len() as u64;
+        self.h.update(bytes);
     }
 
     pub(crate) fn update(&mut self, mut chunk: &[u8]) {
         let Some(scrub) = self.scrub else {
-            self.h.update(chunk);
+            self.digest(chunk);
             return;
         };
         while let Some(i) = chunk.iter().position(|&b| b == b'\n') {
             self.line.extend_from_slice(&chunk[..=i]);
-            self.h.update(scrub.scrub_bytes(&self.line));
+            let scrubbed = scrub.scrub_bytes(&self.line);
+            self.digest(&scrubbed);
             self.line.clear();
             chunk = &chunk[i + 1..];
         }
@@ -298,16 +307,24 @@ impl<'a> StreamDigest<'a> {
         if self.line.len() > DIGEST_LINE
             && let Some(cut) = scrub.safe_cut(&self.line)
         {
-            self.h.update(scrub.scrub_bytes(&self.line[..cut]));
+            let part = scrub.scrub_bytes(&self.line[..cut]);
+            self.digest(&part);
             self.line.drain(..cut);
         }
     }
 
-    pub(crate) fn finish(mut self) -> String {
+    pub(crate) fn finish(self) -> String {
+        self.finish_with_len().0
+    }
+
+    /// The digest and the length of what was digested: the stream as scrubbed, so a
+    /// size shown beside the digest does not give away a secret's length either.
+    pub(crate) fn finish_with_len(mut self) -> (String, u64) {
         if let Some(scrub) = self.scrub {
-            self.h.update(scrub.scrub_bytes(&self.line));
+            let scrubbed = scrub.scrub_bytes(&self.line);
+            self.digest(&scrubbed);
         }
-        hex::encode(self.h.finalize())
+        (hex::encode(self.h.finalize()), self.digested)
     }
 }
 

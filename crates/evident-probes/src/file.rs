@@ -115,8 +115,12 @@ fn observe_with_secrets(
             kept.extend_from_slice(&buf[..n]);
         }
     }
-    obj.insert("size".into(), Value::from(total));
-    obj.insert("sha256".into(), Value::from(hasher.finish()));
+    // Both of the content as scrubbed: a file holding a secret shows neither its hash
+    // nor its length (the size of a file the agent wrote, less what it wrote, would be
+    // the secret's length). A file without one shows its own size and digest.
+    let (sha256, size) = hasher.finish_with_len();
+    obj.insert("size".into(), Value::from(size));
+    obj.insert("sha256".into(), Value::from(sha256));
     if !spec.contains.is_empty() {
         let mut c = Map::new();
         for s in &spec.contains {

@@ -198,6 +198,10 @@ async fn a_file_digest_is_not_the_hash_of_a_secret() {
     let o = ok(run(&src(r#"{ file = { path = "pw.txt" } }"#), &c, 10.0).await);
     assert_ne!(o["sha256"], json!(hash(b"hunter2")));
     assert_eq!(o["sha256"], json!(hash(b"***")));
+    // Nor its length: the size is of the content as scrubbed (it was 7, the
+    // password's length, for a file holding the password alone).
+    assert_eq!(o["size"], json!(3));
     let o = ok(run(&src(r#"{ file = { path = "plain.txt" } }"#), &c, 10.0).await);
     assert_eq!(o["sha256"], json!(hash(b"12 passed\n")));
+    assert_eq!(o["size"], json!(10));
 }
