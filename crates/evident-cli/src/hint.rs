@@ -12,13 +12,44 @@ const LONG_AGO_S: i64 = 24 * 60 * 60;
 /// What in `bytes` says it is a Completion Claim (`spec_version`, `evidence`,
 /// `mutations` at the top of a JSON object, and no contract `check`), if anything.
 pub fn looks_like_claim(bytes: &[u8]) -> Option<&'static str> {
-    let map: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(bytes).ok()?;
-    if map.contains_key("check") {
+    let keys = top_level_keys(bytes)?;
+    if keys.iter().any(|k| k == "check") {
         return None;
     }
     ["spec_version", "evidence", "mutations"]
         .into_iter()
-        .find(|k| map.contains_key(*k))
+        .find(|k| keys.iter().any(|have| have == k))
+}
+
+/// The member names of a JSON object, its values skipped unread: a hint is looked for
+/// after a document was refused, and that document may be tens of MB or an array of
+/// millions of zeros, which as a `Value` would cost gigabytes.
+fn top_level_keys(bytes: &[u8]) -> Option<Vec<String>> {
+    struct Keys(Vec<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Keys, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut m: A,
+                ) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some(k) = m.next_key::<String>()? {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                        keys.push(k);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    serde_json::from_slice::<Keys>(bytes).ok().map(|k| k.0)
 }
 
 /// What in `bytes` says it is a contract (a TOML `[policy]`, `[[check]]` or
@@ -32,8 +63,8 @@ pub fn looks_like_contract(bytes: &[u8]) -> Option<&'static str> {
     }) {
         return Some(table);
     }
-    let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).ok()?;
-    map.contains_key("check").then_some("check")
+    let keys = top_level_keys(text.as_bytes())?;
+    keys.iter().any(|k| k == "check").then_some("check")
 }
 
 /// The hint for a contract that did not parse: when the file is a claim, `{name}
@@ -188,6 +219,11 @@ mod tests {
     fn claims_and_contracts_are_told_apart() {
         let claim = br#"{"spec_version": "0.1", "task": {"id": "t"}}"#;
         assert_eq!(looks_like_claim(claim), Some("spec_version"));
+        // A refused document is sniffed without building it: eight million zeros (16 MB)
+        // are skipped, not held as values (a `Value` of them is about a gigabyte).
+        let zeros = format!("{{\"evidence\":[{}0]}}", "0,".repeat(8_000_000));
+        assert_eq!(looks_like_claim(zeros.as_bytes()), Some("evidence"));
+        assert_eq!(looks_like_contract(zeros.as_bytes()), None);
         assert_eq!(looks_like_contract(claim), None);
         let toml = b"# owner\n[policy]\nrequires = []\n";
         assert_eq!(looks_like_contract(toml), Some("[policy]"));
