@@ -1123,27 +1123,62 @@ pub struct Piece<'a>(pub &'a str);
 
 impl serde::Serialize for Piece<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Rewrite::new(self.0, &|v| v, &|k| k.to_string()).serialize(s)
+    }
+}
+
+/// A part of a [`JsonText`] written as [`Piece`] writes it, with `value` applied to
+/// every part no larger than [`SPLIT`] and `key` to the member names of larger objects:
+/// how a large document is rewritten (its secrets scrubbed) without ever being one
+/// value. Two names that `key` maps to the same text keep the first member.
+pub struct Rewrite<'a> {
+    text: &'a str,
+    value: &'a dyn Fn(Value) -> Value,
+    key: &'a dyn Fn(&str) -> String,
+}
+
+impl<'a> Rewrite<'a> {
+    /// `text` (compact strict JSON) rewritten by `value` and `key`.
+    pub fn new(
+        text: &'a str,
+        value: &'a dyn Fn(Value) -> Value,
+        key: &'a dyn Fn(&str) -> String,
+    ) -> Rewrite<'a> {
+        Rewrite { text, value, key }
+    }
+
+    fn part(&self, text: &'a str) -> Rewrite<'a> {
+        Rewrite { text, ..*self }
+    }
+}
+
+impl serde::Serialize for Rewrite<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{SerializeMap, SerializeSeq};
-        let text = self.0;
+        let text = self.text;
         if text.len() <= SPLIT {
-            return value_of(text).serialize(s);
+            return (self.value)(value_of(text)).serialize(s);
         }
         match text.as_bytes().first() {
             Some(b'{') => {
+                let mut seen = std::collections::HashSet::new();
                 let mut map = s.serialize_map(None)?;
                 for (k, v) in members(text) {
-                    map.serialize_entry(&k, &Piece(v))?;
+                    let k = (self.key)(&k);
+                    if seen.insert(k.clone()) {
+                        map.serialize_entry(&k, &self.part(v))?;
+                    }
                 }
                 map.end()
             }
             Some(b'[') => {
                 let mut seq = s.serialize_seq(None)?;
                 for item in elements(text) {
-                    seq.serialize_element(&Piece(item))?;
+                    seq.serialize_element(&self.part(item))?;
                 }
                 seq.end()
             }
-            _ => value_of(text).serialize(s),
+            _ => (self.value)(value_of(text)).serialize(s),
         }
     }
 }

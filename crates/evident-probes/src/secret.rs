@@ -446,10 +446,9 @@ impl Scrubber {
         if self.secrets.is_empty() {
             return text;
         }
-        let scrubbed = ScrubbedText {
-            scrubber: self,
-            text: text.as_str(),
-        };
+        let value = |v| self.scrub_value(v);
+        let key = |k: &str| self.scrub(k);
+        let scrubbed = evident_format::json::Rewrite::new(text.as_str(), &value, &key);
         evident_format::JsonText::from_serialize(&scrubbed).unwrap_or_default()
     }
 
@@ -820,53 +819,6 @@ mod by_meaning {
             s.scrub("Hunter2Secret app db billing longappname /usr/bin test_longname_here"),
             "*** app db billing longappname /usr/bin test_longname_here"
         );
-    }
-}
-
-/// A piece of a document's text, written scrubbed ([`Scrubber::scrub_text`]).
-struct ScrubbedText<'a> {
-    scrubber: &'a Scrubber,
-    text: &'a str,
-}
-
-impl Serialize for ScrubbedText<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use evident_format::json;
-        use serde::ser::{SerializeMap, SerializeSeq};
-        let piece = |text| ScrubbedText {
-            scrubber: self.scrubber,
-            text,
-        };
-        if self.text.len() <= json::SPLIT {
-            return self
-                .scrubber
-                .scrub_value(json::value_of(self.text))
-                .serialize(s);
-        }
-        match self.text.as_bytes().first() {
-            Some(b'{') => {
-                let mut seen = std::collections::HashSet::new();
-                let mut map = s.serialize_map(None)?;
-                for (k, v) in json::members(self.text) {
-                    let k = self.scrubber.scrub(&k);
-                    if seen.insert(k.clone()) {
-                        map.serialize_entry(&k, &piece(v))?;
-                    }
-                }
-                map.end()
-            }
-            Some(b'[') => {
-                let mut seq = s.serialize_seq(None)?;
-                for item in json::elements(self.text) {
-                    seq.serialize_element(&piece(item))?;
-                }
-                seq.end()
-            }
-            _ => self
-                .scrubber
-                .scrub_value(json::value_of(self.text))
-                .serialize(s),
-        }
     }
 }
 
