@@ -8,7 +8,7 @@
 //! reported as warnings). Checks that need the whole document (duplicate mutation
 //! ids, `covers` naming no mutation) run last.
 
-use crate::json::{self, JsonText, Spans, ValueText};
+use crate::json::{self, JsonText, Spans};
 use crate::timestamp::Timestamp;
 use crate::{Error, Warning};
 use schemars::JsonSchema;
@@ -109,13 +109,13 @@ pub struct Evidence {
     /// What was observed (a URL, a command, a query), for the person reading; shown only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
-    // Both values are kept as their text (see [`ValueText`]): a claim of many items
+    // Both values are kept as their text (see [`JsonText`]): a claim of many items
     // costs about its size, not a tree per item.
     /// What the observation must show: a JSON object (checked after typing).
-    pub expected: ValueText,
+    pub expected: JsonText,
     /// What was observed. Anything but an object is no observation.
     #[serde(default)]
-    pub observed_value: ValueText,
+    pub observed_value: JsonText,
     /// When the observation completed.
     pub at: Timestamp,
     /// Ids of the mutations this observation is about.

@@ -850,6 +850,12 @@ pub fn value_of(text: &str) -> Value {
 /// are read, replaced and appended to in place, and it is written out (as JSON with
 /// [`serde::Serialize`], or canonically by the ledger) piece by piece, parsing only
 /// small parts into values ([`SPLIT`]).
+///
+/// It also holds each evidence item's `expected` and `observed_value`: as `serde_json`
+/// maps they cost about 600 bytes an item (an `IndexMap` entry, its hash table, a
+/// string per key and number), as text their length. Read from a claim, such a value
+/// is the strict reader's slice of the checked document (captured with serde_json's
+/// `RawValue`), so numbers keep their digits; the rules parse it where they compare it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonText(String);
 
@@ -886,6 +892,19 @@ impl JsonText {
     /// Is the document an object?
     pub fn is_object(&self) -> bool {
         self.0.starts_with('{')
+    }
+
+    /// The value, when it is an object (parsed on each call).
+    pub fn to_object(&self) -> Option<Map<String, Value>> {
+        match self.to_value() {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// `an object`, `a string`, `null`, … for messages.
+    pub fn type_name(&self) -> &'static str {
+        type_name_of(&self.0)
     }
 
     /// The text of the top-level member `key`.
@@ -992,105 +1011,10 @@ impl serde::Serialize for JsonText {
     }
 }
 
-/// One JSON value kept as its compact text: an evidence item's `expected` and
-/// `observed_value`. A claim of 75,000 items held these as `serde_json` maps at about
-/// 600 bytes an item (an `IndexMap` entry, its hash table and a string per key and
-/// number); as text they cost their length, and rules read them as values only where
-/// they compare them.
-///
-/// Read from a claim, the text is the slice of the strict reader's compact document,
-/// so it was checked there (no duplicate keys, valid UTF-8) and numbers keep their
-/// digits; made from a value, it is that value's compact serialization.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ValueText(Box<str>);
-
-impl ValueText {
-    /// The text of `value`.
-    pub fn from_value(value: &Value) -> ValueText {
-        ValueText(
-            serde_json::to_string(value)
-                .unwrap_or_else(|_| "null".into())
-                .into_boxed_str(),
-        )
-    }
-
-    /// The compact text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The value (parsed on each call: keep it where it is used more than once).
-    pub fn to_value(&self) -> Value {
-        value_of(&self.0)
-    }
-
-    /// The value, when it is an object.
-    pub fn to_object(&self) -> Option<Map<String, Value>> {
-        match self.to_value() {
-            Value::Object(m) => Some(m),
-            _ => None,
-        }
-    }
-
-    /// Is the value an object?
-    pub fn is_object(&self) -> bool {
-        self.0.starts_with('{')
-    }
-
-    /// `an object`, `a string`, `null`, … for messages.
-    pub fn type_name(&self) -> &'static str {
-        type_name_of(&self.0)
-    }
-}
-
-impl Default for ValueText {
-    /// `null`: what an absent `observed_value` reads as.
-    fn default() -> ValueText {
-        ValueText("null".into())
-    }
-}
-
-impl From<Value> for ValueText {
-    fn from(v: Value) -> ValueText {
-        ValueText::from_value(&v)
-    }
-}
-
-impl From<&Value> for ValueText {
-    fn from(v: &Value) -> ValueText {
-        ValueText::from_value(v)
-    }
-}
-
-impl From<Map<String, Value>> for ValueText {
-    fn from(m: Map<String, Value>) -> ValueText {
-        ValueText::from_value(&Value::Object(m))
-    }
-}
-
-impl std::fmt::Debug for ValueText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::fmt::Display for ValueText {
-    /// The compact text.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl serde::Serialize for ValueText {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Piece(&self.0).serialize(s)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for ValueText {
+impl<'de> serde::Deserialize<'de> for JsonText {
     /// From a JSON text deserializer, the value's slice of the text as it stands (the
     /// strict reader's compact text); from a `Value`, its compact serialization.
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ValueText, D::Error> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JsonText, D::Error> {
         let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
         let text: Box<str> = raw.into();
         // Text read from a pretty document (a caller's own `serde_json::from_str`)
@@ -1099,13 +1023,13 @@ impl<'de> serde::Deserialize<'de> for ValueText {
             .bytes()
             .any(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
         {
-            return Ok(ValueText::from_value(&value_of(&text)));
+            return Ok(JsonText::from_value(&value_of(&text)));
         }
-        Ok(ValueText(text))
+        Ok(JsonText(text.into_string()))
     }
 }
 
-impl schemars::JsonSchema for ValueText {
+impl schemars::JsonSchema for JsonText {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         Value::schema_name()
     }
@@ -1470,10 +1394,10 @@ mod tests {
     }
 
     #[test]
-    fn value_text_keeps_the_strict_readers_slice_and_compacts_anything_else() {
+    fn an_evidence_value_keeps_the_strict_readers_slice_and_compacts_anything_else() {
         #[derive(serde::Deserialize)]
         struct Item {
-            v: ValueText,
+            v: JsonText,
         }
         // From the strict reader's compact text: the slice as written, digits and
         // escapes kept (a 2^53 + 1 stays itself; a float is not rounded).
@@ -1508,6 +1432,6 @@ mod tests {
             out,
             serde_json::to_string(&serde_json::json!({"v": {"a": [true, null]}})).unwrap()
         );
-        assert_eq!(ValueText::default().as_str(), "null");
+        assert_eq!(JsonText::default().as_str(), "null");
     }
 }

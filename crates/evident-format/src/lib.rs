@@ -21,7 +21,7 @@ pub use claim::{
     CheckType, Claim, ClaimDocument, Evidence, GateRun, MaxAge, Mutation, OnUnverified, Policy,
     RequiredCheck, Task, Verifier, VerifierKind, Wave,
 };
-pub use json::{JsonText, Pos, Spans, ValueText};
+pub use json::{JsonText, Pos, Spans};
 pub use timestamp::{Timestamp, TimestampError};
 
 use serde::de::DeserializeOwned;

@@ -6,8 +6,8 @@
 
 use crate::contract::{Applies, Check, Contract};
 use evident_format::{
-    CheckType, Claim, ClaimDocument, Evidence, JsonText, OnUnverified, Timestamp, ValueText,
-    Verifier, VerifierKind, Wave,
+    CheckType, Claim, ClaimDocument, Evidence, JsonText, OnUnverified, Timestamp, Verifier,
+    VerifierKind, Wave,
 };
 use evident_probes::{Context, Observation, Source};
 use evident_rules::{Options, Verdict, decide};
@@ -883,7 +883,7 @@ fn scrub_outputs(
             *v = scrub.scrub(v);
         }
     };
-    let v = |x: &mut ValueText| *x = scrub.scrub_value(x.to_value()).into();
+    let v = |x: &mut JsonText| *x = scrub.scrub_value(x.to_value()).into();
     s(&mut claim.task.id);
     o(&mut claim.task.description);
     o(&mut claim.task.requested_by);
