@@ -189,6 +189,7 @@ pub fn run(spec: Spec) -> Ran {
         keep: MAX_KEPT_OUTPUT,
         parse: true,
         digest_scrub: None,
+        sandbox: None,
     };
     let (timeout, reap) = (spec.timeout, spec.reap);
     if reap {

@@ -26,32 +26,148 @@ const MAX_LINE: usize = 64 * 1024;
 /// Largest JUnit report read.
 const MAX_JUNIT_BYTES: u64 = 16 * 1024 * 1024;
 
-/// What a protected pytest run always takes from the base.
+/// What a protected pytest run always takes from the base, at any depth: every file
+/// pytest reads settings or plugins from (pytest 9 reads pytest.toml first).
 const PYTEST_CONFIG: &[&str] = &[
-    "pytest.toml",
-    ".pytest.toml",
-    "pytest.ini",
-    ".pytest.ini",
-    "pyproject.toml",
-    "tox.ini",
-    "setup.cfg",
+    "**/pytest.toml",
+    "**/.pytest.toml",
+    "**/pytest.ini",
+    "**/.pytest.ini",
+    "**/pyproject.toml",
+    "**/tox.ini",
+    "**/setup.cfg",
     "**/conftest.py",
 ];
 
 /// What a protected cargo run always takes from the base: rustup's toolchain files
 /// (the legacy `rust-toolchain` names a toolchain by path, whose `cargo` would be the
-/// agent's) and cargo's configuration (a `runner` runs every test binary).
+/// agent's), cargo's configuration (a `runner` runs every test binary) and every
+/// build script (a member's `build.rs` rewrote the protected test before it compiled).
 const CARGO_CONFIG: &[&str] = &[
-    "rust-toolchain",
-    "rust-toolchain.toml",
-    ".cargo/config",
-    ".cargo/config.toml",
+    "**/rust-toolchain",
+    "**/rust-toolchain.toml",
+    "**/.cargo/config",
+    "**/.cargo/config.toml",
+    "**/build.rs",
 ];
 
 /// What a protected npm / npx / pnpm / yarn run always takes from the base: the
 /// project's configuration (`.npmrc`'s `script-shell` runs every script, `npm test`
 /// included; `.yarnrc.yml`'s `yarnPath` names the yarn that runs).
-const NODE_CONFIG: &[&str] = &[".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"];
+const NODE_CONFIG: &[&str] = &[
+    "**/.npmrc",
+    "**/.yarnrc",
+    "**/.yarnrc.yml",
+    "**/.pnpmfile.cjs",
+];
+
+/// The runner configuration a protected run of `spec` takes from the base.
+fn runner_config(spec: &CommandSpec) -> Vec<&'static str> {
+    let runs = |names: &[&str]| {
+        words(spec).iter().any(|w| {
+            let base = w.rsplit('/').next().unwrap_or(w);
+            names.contains(&base)
+        })
+    };
+    let mut always: Vec<&str> = Vec::new();
+    if runs_pytest(spec) {
+        always.extend(PYTEST_CONFIG);
+    }
+    if runs(&["cargo"]) {
+        always.extend(CARGO_CONFIG);
+    }
+    if runs(&["npm", "npx", "pnpm", "yarn"]) {
+        always.extend(NODE_CONFIG);
+    }
+    always
+}
+
+/// System directories a sandboxed command reads (and runs programs from).
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
+    "/sys", "/run",
+];
+
+/// What a sandboxed run of `spec` may touch: it writes its slot (the snapshot, its
+/// temporary and report directories, its build cache) and `/dev`; it reads the system,
+/// the toolchains on its PATH (each `bin` directory's parent: a Python or Node prefix),
+/// cargo's and rustup's homes, and the declared environment.
+fn sandbox_policy(
+    spec: &CommandSpec,
+    snap: &crate::snapshot::Snapshot,
+    env: &[(String, String)],
+    gate_path: Option<&str>,
+) -> crate::sandbox::Policy {
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let mut read: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
+    let path = get("PATH").or(gate_path).unwrap_or("");
+    for dir in path.split(':').filter(|d| d.starts_with('/')) {
+        for d in [
+            PathBuf::from(dir),
+            std::fs::canonicalize(dir).unwrap_or_default(),
+        ] {
+            if d.as_os_str().is_empty() {
+                continue;
+            }
+            let name = d.file_name().map(|n| n.to_string_lossy().into_owned());
+            match (name.as_deref(), d.parent()) {
+                (Some("bin" | "shims" | "sbin"), Some(parent)) if parent != Path::new("/") => {
+                    read.push(parent.to_path_buf())
+                }
+                _ => read.push(d.clone()),
+            }
+        }
+    }
+    let home = get("HOME").map(PathBuf::from).or_else(std::env::home_dir);
+    for (var, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
+        match get(var) {
+            Some(v) => read.push(PathBuf::from(v)),
+            None => read.extend(home.as_ref().map(|h| h.join(default))),
+        }
+    }
+    read.extend(snap.environment.iter().map(|(_, real, _)| real.clone()));
+    crate::sandbox::Policy {
+        read,
+        write: vec![snap.slot.clone(), PathBuf::from("/dev")],
+        network: spec.network,
+    }
+}
+
+/// The evidence of how the run was isolated: what was copied, what was left out, the
+/// declared environment's digests, and the sandbox.
+fn snapshot_value(snap: &crate::snapshot::Snapshot, sandbox: &crate::sandbox::Report) -> Value {
+    let mut m = Map::new();
+    m.insert(
+        "tree_hash".into(),
+        snap.tree_hash.clone().map_or(Value::Null, Value::from),
+    );
+    m.insert("files".into(), Value::from(snap.files));
+    m.insert("bytes".into(), Value::from(snap.bytes));
+    if !snap.left_out.is_empty() {
+        m.insert(
+            "build_output_left_out".into(),
+            Value::from(snap.left_out.len()),
+        );
+    }
+    if snap.overlay_files > 0 {
+        m.insert("overlay_files".into(), Value::from(snap.overlay_files));
+    }
+    if !snap.environment.is_empty() {
+        let env: Map<String, Value> = snap
+            .environment
+            .iter()
+            .map(|(rel, _, digest)| (rel.clone(), Value::from(digest.clone())))
+            .collect();
+        m.insert("environment".into(), Value::Object(env));
+    }
+    m.insert("sandboxed".into(), Value::Bool(sandbox.sandboxed));
+    m.insert("sandbox".into(), Value::from(sandbox.how.clone()));
+    m.insert(
+        "network_isolated".into(),
+        Value::Bool(sandbox.network_isolated),
+    );
+    Value::Object(m)
+}
 
 /// Kills the whole process group when dropped: on timeout the observe future is
 /// dropped, and nothing the command started may outlive the probe.
@@ -146,6 +262,8 @@ pub struct Launch<'a> {
     /// as scrubbed (a published digest of a stream holding only a password would be
     /// that password's unsalted hash).
     pub digest_scrub: Option<&'a Scrubber>,
+    /// The sandbox the process enters before it runs the program.
+    pub sandbox: Option<crate::sandbox::Prepared>,
 }
 
 /// Find argv[0]: a path containing `/` is taken relative to the working directory;
@@ -203,6 +321,9 @@ pub async fn run(l: Launch<'_>) -> Result<Finished, ProbeError> {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(sb) = l.sandbox {
+        crate::sandbox::apply(&mut cmd, sb);
+    }
     let program = l.program.display().to_string();
     // Spawned and noted under the reaper's lock: never mistaken for an orphan.
     let scan = crate::reaper::spawning();
@@ -878,12 +999,12 @@ pub async fn observe(
     let started = Instant::now();
     let gate_path = ctx.env.get("PATH").map(String::as_str);
 
-    // A protected run happens in a scratch copy of the root (removed when dropped).
-    let scratch = match &spec.protect {
+    // Every run happens in a snapshot of the claimed tree, outside it.
+    let deadline = started + limit;
+    let protect = match &spec.protect {
         None => None,
         Some(p) => {
-            let git = resolve_program("git", &ctx.root, gate_path)?;
-            let (root, mut p) = (ctx.root.clone(), p.clone());
+            let mut p = p.clone();
             if p.base == BASELINE {
                 p.base = ctx.baseline.clone().ok_or_else(|| ProbeError::Protect {
                     reason: format!(
@@ -891,45 +1012,29 @@ pub async fn observe(
                     ),
                 })?;
             }
-            // A protected pytest run always takes pytest's configuration from the
-            // base: every file it reads settings or plugins from (pytest 9 reads
-            // pytest.toml first) and every conftest.py. A recipe that forgot one
-            // let the tree's copy load the agent's plugin (found by the red team).
-            // So does a cargo or npm run, its toolchain and configuration files (found
-            // by the red team: an added rust-toolchain or .npmrc ran the agent's
-            // program as cargo or as npm's script shell).
-            let runs = |names: &[&str]| {
-                words(spec).iter().any(|w| {
-                    let base = w.rsplit('/').next().unwrap_or(w);
-                    names.contains(&base)
-                })
-            };
-            let mut always: Vec<&str> = Vec::new();
-            if runs_pytest(spec) {
-                always.extend(PYTEST_CONFIG);
-            }
-            if runs(&["cargo"]) {
-                always.extend(CARGO_CONFIG);
-            }
-            if runs(&["npm", "npx", "pnpm", "yarn"]) {
-                always.extend(NODE_CONFIG);
-            }
-            for name in always {
+            // A protected run always takes the runner's configuration from the base:
+            // every file pytest reads settings or plugins from, at any depth (pytest
+            // searches upward from its arguments: a `pytest.ini` in a subdirectory was
+            // found before the protected root one), cargo's toolchain and configuration
+            // files and every build script, npm's configuration (found by the red team).
+            for name in runner_config(spec) {
                 if !p.paths.iter().any(|x| x == name) {
                     p.paths.push(name.to_string());
                 }
             }
-            let deadline = started + limit;
-            let s =
-                tokio::task::spawn_blocking(move || protect::prepare(&root, &p, &git, deadline))
-                    .await
-                    .map_err(|e| ProbeError::Protect {
-                        reason: format!("preparing the copy failed: {e}"),
-                    })??;
-            Some(s)
+            Some(p)
         }
     };
-    let root: &Path = scratch.as_ref().map_or(ctx.root.as_path(), |s| &s.root);
+    let snap = crate::snapshot::take(crate::snapshot::Request {
+        root: &ctx.root,
+        spec,
+        protect: protect.as_ref(),
+        baseline: ctx.baseline.as_deref(),
+        path_var: gate_path,
+        deadline,
+    })
+    .await?;
+    let root: &Path = &snap.root;
     let cwd = paths::existing(root, spec.cwd.as_deref().unwrap_or("."), true)?;
     let runner_hint = runner_of(spec);
     let pytest = runs_pytest(spec);
@@ -937,16 +1042,36 @@ pub async fn observe(
         check_pytest_shadowing(root, &cwd)?;
     }
     let mut env = child_env(spec, ctx, scrub)?;
+    let mut set_default = |k: &str, v: String| {
+        if !env.iter().any(|(name, _)| name == k) {
+            env.push((k.to_string(), v));
+        }
+    };
+    // Bytecode goes to the slot's cache, where the snapshot's own part is emptied for
+    // every run: Python never reads a `.pyc` beside the source (an ignored `.pyc` of
+    // other code was loaded in its place), and the standard library's stays compiled.
+    set_default("PYTHONPYCACHEPREFIX", snap.pycache.display().to_string());
+    set_default("TMPDIR", snap.tmp.display().to_string());
+    // cargo builds into the slot's cache, never into the tree's `target/`.
+    set_default(
+        "CARGO_TARGET_DIR",
+        snap.cache.join("target").display().to_string(),
+    );
+    set_default("CARGO_TERM_COLOR", "never".into());
+    set_default("NO_COLOR", "1".into());
+    if pytest {
+        // No plugin but those the contract names (`plugins`, loaded with -p).
+        env.retain(|(k, _)| k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD" && k != "PYTEST_PLUGINS");
+        env.push(("PYTEST_DISABLE_PLUGIN_AUTOLOAD".into(), "1".into()));
+        env.push(("PY_COLORS".into(), "0".into()));
+    }
     // No user site-packages: a `.pth` or `usercustomize.py` there (writable by the
     // agent's user) would run before the test runner (found by the red team).
     if !env.iter().any(|(k, _)| k == "PYTHONNOUSERSITE") {
         env.push(("PYTHONNOUSERSITE".into(), "1".into()));
     }
-    // No trace of the gate: no bytecode, no pytest cache in the tree.
+    // No pytest cache between runs.
     if !spec.keep_caches {
-        if !env.iter().any(|(k, _)| k == "PYTHONDONTWRITEBYTECODE") {
-            env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
-        }
         if pytest && spec.shell {
             match env.iter_mut().find(|(k, _)| k == "PYTEST_ADDOPTS") {
                 Some((_, v)) => v.push_str(" -p no:cacheprovider"),
@@ -954,26 +1079,22 @@ pub async fn observe(
             }
         }
     }
+    if pytest && spec.shell && !spec.plugins.is_empty() {
+        let named: String = spec.plugins.iter().map(|p| format!(" -p {p}")).collect();
+        match env.iter_mut().find(|(k, _)| k == "PYTEST_ADDOPTS") {
+            Some((_, v)) => v.push_str(&named),
+            None => env.push(("PYTEST_ADDOPTS".into(), named.trim_start().to_string())),
+        }
+    }
     let source = if spec.tests_passed.is_empty() {
         None
     } else {
         Some(report_source(spec))
     };
-    // pytest's JUnit report goes to a directory of the gate's, outside the tree.
-    let report_dir = if source == Some(ReportSource::GatePytest) {
-        Some(
-            tempfile::Builder::new()
-                .prefix("evident-report-")
-                .tempdir()
-                .map_err(|e| ProbeError::Junit {
-                    path: "(pytest --junitxml)".into(),
-                    reason: format!("cannot create a report directory: {e}"),
-                })?,
-        )
-    } else {
-        None
-    };
-    let report_path = report_dir.as_ref().map(|d| d.path().join("report.xml"));
+    // pytest always writes its JUnit report to the slot's report directory, outside
+    // the snapshot: the counts come from it, not from the text it prints.
+    let report_path =
+        (report_source(spec) == ReportSource::GatePytest).then(|| snap.reports.join("report.xml"));
     let (program, args): (PathBuf, Vec<String>) = if spec.shell {
         (
             PathBuf::from("/bin/sh"),
@@ -984,12 +1105,16 @@ pub async fn observe(
         if pytest && let Some(i) = pytest_word(&argv) {
             // Right after `pytest`: before the contract's own arguments, after the
             // tree's `addopts` (which pytest reads first), so the tree cannot undo them.
-            let mut extra = Vec::new();
+            let mut extra = vec!["--color=no".to_string()];
             if !spec.keep_caches {
                 extra.extend(["-p".to_string(), "no:cacheprovider".to_string()]);
             }
+            for p in &spec.plugins {
+                extra.extend(["-p".to_string(), p.clone()]);
+            }
             if let Some(p) = &report_path {
                 extra.push(format!("--junitxml={}", p.display()));
+                extra.extend(["-o".to_string(), "junit_family=xunit2".to_string()]);
             }
             argv.splice(i + 1..i + 1, extra);
         }
@@ -1016,21 +1141,22 @@ pub async fn observe(
     } else {
         0
     };
-    // A protected run must leave the real tree alone; a copy cannot stop a write by
-    // absolute path, so the real tree is watched instead.
-    let watch = match &scratch {
-        Some(s) => {
-            let paths = s.watched.clone();
-            let deadline = started + limit;
-            Some(
-                tokio::task::spawn_blocking(move || protect::fingerprint(&paths, deadline))
-                    .await
-                    .map_err(|e| ProbeError::Protect {
-                        reason: format!("watching the tree failed: {e}"),
-                    })??,
-            )
-        }
-        None => None,
+    // The sandbox: the snapshot's slot and the toolchain, nothing of the real tree.
+    let sandbox = crate::sandbox::prepare(&sandbox_policy(spec, &snap, &env, gate_path));
+    let sandboxed = sandbox.report().clone();
+    // Unsandboxed, a snapshot cannot stop a write by absolute path to the real tree, so
+    // the real tree is watched instead.
+    let watch = if sandboxed.sandboxed {
+        None
+    } else {
+        let paths = snap.watched.clone();
+        Some(
+            tokio::task::spawn_blocking(move || protect::fingerprint(&paths, deadline))
+                .await
+                .map_err(|e| ProbeError::Protect {
+                    reason: format!("watching the tree failed: {e}"),
+                })??,
+        )
     };
     // Digests of the output as scrubbed of the command's own secrets and the contract's.
     let mut digest_scrub = scrub.clone();
@@ -1044,11 +1170,12 @@ pub async fn observe(
         keep,
         parse: true,
         digest_scrub: Some(&digest_scrub),
+        sandbox: Some(sandbox),
     })
     .await?;
     let duration_ms = u64::try_from(run_started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    if let (Some(before), Some(s)) = (watch, &scratch) {
-        let paths = s.watched.clone();
+    if let Some(before) = watch {
+        let paths = snap.watched.clone();
         let real = ctx.root.clone();
         let deadline = started + limit + std::time::Duration::from_secs(5);
         let changed = tokio::task::spawn_blocking(move || {
@@ -1061,7 +1188,7 @@ pub async fn observe(
         if !changed.is_empty() {
             return Err(ProbeError::Protect {
                 reason: format!(
-                    "the command wrote to the real tree while it ran in the scratch copy (by absolute path, which a copy cannot stop): {}; its result cannot be trusted",
+                    "the command wrote to the real tree while it ran in the snapshot (by absolute path, which an unsandboxed run cannot stop): {}; its result cannot be trusted",
                     changed.join(", ")
                 ),
             });
@@ -1074,14 +1201,24 @@ pub async fn observe(
     };
     let mut parser = fin.stdout.parser.clone();
     parser.merge(&fin.stderr.parser);
-    let parsed: Option<(Runner, Counts)> = match &junit {
-        Some(r) => Some((Runner::Junit, r.counts)),
-        None => parser.result(runner_hint),
+    // pytest's own report, when it wrote one, is where its counts come from.
+    // (None when pytest never got to write it: not installed, a usage error. Then the
+    // exit code and the output's tail tell what happened.)
+    let pytest_report = match &report_path {
+        Some(p) if std::fs::symlink_metadata(p).is_ok() => Some(read_gate_report(p)?),
+        _ => None,
+    };
+    let parsed: Option<(Runner, Counts)> = match (&junit, &pytest_report) {
+        (Some(r), _) => Some((Runner::Junit, r.counts)),
+        (None, Some(r)) if !r.cases.is_empty() || fin.exit_code == Some(5) => {
+            Some((Runner::Pytest, r.counts))
+        }
+        _ => parser.result(runner_hint),
     };
     // A failed run shows which tests failed and how its output ended, so the reader
     // does not have to rerun it to know why (names from the machine report when there
     // is one, else as the runner printed them).
-    let failed_tests: Vec<String> = match &junit {
+    let failed_tests: Vec<String> = match junit.as_ref().or(pytest_report.as_ref()) {
         Some(r) => r
             .cases
             .iter()
@@ -1102,10 +1239,18 @@ pub async fn observe(
             let gate_report;
             let cases: &[Case] = match src {
                 ReportSource::GatePytest => {
-                    let p = report_path.as_deref().ok_or_else(|| {
-                        ProbeError::invalid("internal: no report path for pytest")
-                    })?;
-                    gate_report = read_gate_report(p)?;
+                    gate_report = match pytest_report.as_ref() {
+                        Some(r) => r,
+                        None => {
+                            let p = report_path.as_deref().ok_or_else(|| {
+                                ProbeError::invalid("internal: no report path for pytest")
+                            })?;
+                            return Err(ProbeError::Junit {
+                                path: p.display().to_string(),
+                                reason: "pytest did not write it".into(),
+                            });
+                        }
+                    };
                     &gate_report.cases
                 }
                 ReportSource::Junit => junit.as_ref().map_or(&[][..], |r| &r.cases),
@@ -1133,7 +1278,6 @@ pub async fn observe(
             )
         }
     };
-    drop(report_dir);
 
     let exit_ok = fin.exit_code == Some(0);
     let exit_for_msg = fin
@@ -1188,10 +1332,11 @@ pub async fn observe(
             .collect();
         obj.insert("tests".into(), Value::Object(tests));
     }
-    if let Some(s) = &scratch {
-        obj.insert("protect_base".into(), Value::from(s.base_commit.clone()));
-        obj.insert("protected_files".into(), Value::from(s.protected_files));
+    if let Some(base) = &snap.base_commit {
+        obj.insert("protect_base".into(), Value::from(base.clone()));
+        obj.insert("protected_files".into(), Value::from(snap.protected_files));
     }
+    obj.insert("snapshot".into(), snapshot_value(&snap, &sandboxed));
     obj.insert(
         "stdout_sha256".into(),
         Value::from(fin.stdout.sha256.clone()),
@@ -1201,7 +1346,13 @@ pub async fn observe(
         Value::from(fin.stderr.sha256.clone()),
     );
     obj.insert("duration_ms".into(), Value::from(duration_ms));
-    let failed = !exit_ok || parsed.is_some_and(|(_, c)| c.failed > 0);
+    let failed = !exit_ok || parsed.is_none_or(|(_, c)| c.failed > 0);
+    if parsed.is_none()
+        && let Some(r) = runner_hint
+    {
+        // "No test ran" names the runner whose report or summary was looked for.
+        obj.insert("expected_runner".into(), Value::from(r.name()));
+    }
     if failed {
         if !failed_tests.is_empty() {
             let names = failed_tests.iter().map(|n| Value::from(scrub.scrub(n)));

@@ -249,6 +249,7 @@ impl Git {
             keep,
             parse: false,
             digest_scrub: None,
+            sandbox: None,
         })
         .await
     }
@@ -694,9 +695,27 @@ fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// The same id, streaming a file (any size) instead of holding it.
-fn file_blob_id(path: &Path, len: u64, sha256: bool) -> std::io::Result<String> {
-    use std::io::Read;
+fn file_blob_id(
+    path: &Path,
+    len: u64,
+    sha256: bool,
+    copy_to: Option<(&Path, u32)>,
+) -> std::io::Result<String> {
+    use std::io::{Read, Write};
     let mut f = open_regular(path)?;
+    let mut out = match copy_to {
+        Some((to, mode)) => {
+            use std::os::unix::fs::OpenOptionsExt;
+            Some(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(if mode == 0o100755 { 0o755 } else { 0o644 })
+                    .open(to)?,
+            )
+        }
+        None => None,
+    };
     let header = format!("blob {len}\0");
     let mut buf = vec![0u8; 256 * 1024];
     let mut s2 = Sha256::new();
@@ -721,6 +740,9 @@ fn file_blob_id(path: &Path, len: u64, sha256: bool) -> std::io::Result<String> 
         }
         read += n as u64;
         feed(&buf[..n]);
+        if let Some(o) = out.as_mut() {
+            o.write_all(&buf[..n])?;
+        }
     }
     if read != len {
         // Changed while being read: not the content that was measured.
@@ -786,7 +808,8 @@ fn compare_tree(
                 let exec = meta.permissions().mode() & 0o100 != 0;
                 meta.is_file()
                     && exec == (e.mode == 0o100755)
-                    && file_blob_id(&full, meta.len(), sha256).map_err(|x| io(&e.path, x))? == e.oid
+                    && file_blob_id(&full, meta.len(), sha256, None).map_err(|x| io(&e.path, x))?
+                        == e.oid
             }
             0o120000 => {
                 meta.file_type().is_symlink()
@@ -1466,7 +1489,32 @@ impl Witness {
     /// work tree's `.gitignore` files ignore (`.git/info/exclude` and
     /// `core.excludesFile` are not read); an edited `.gitignore` is itself a change.
     pub async fn changes(&self, commit: &str) -> Result<Changes, ProbeError> {
-        let base = self.files_at(commit).await?;
+        self.changes_copied(Some(commit), None)
+            .await
+            .map(|(changes, _)| changes)
+    }
+
+    /// [`Witness::changes`], every file of the claimed tree written into `copy` as it
+    /// is read for its id: the snapshot holds exactly what [`Changes::tree_hash`]
+    /// covers, by construction (`commit` `None`: a repository without commits).
+    pub async fn snapshot(
+        &self,
+        commit: Option<&str>,
+        copy: Copier,
+    ) -> Result<(Changes, Copier), ProbeError> {
+        let (changes, copy) = self.changes_copied(commit, Some(copy)).await?;
+        Ok((changes, copy.expect("the copier comes back")))
+    }
+
+    async fn changes_copied(
+        &self,
+        commit: Option<&str>,
+        copy: Option<Copier>,
+    ) -> Result<(Changes, Option<Copier>), ProbeError> {
+        let base = match commit {
+            Some(c) => self.files_at(c).await?,
+            None => Vec::new(),
+        };
         let tmp = tempfile::Builder::new()
             .prefix("evident-git-")
             .tempdir()
@@ -1481,7 +1529,10 @@ impl Witness {
             "GIT_INDEX_FILE".to_string(),
             index.to_string_lossy().into_owned(),
         )];
-        listing(&self.git, &["read-tree", commit], &env).await?;
+        match commit {
+            Some(c) => listing(&self.git, &["read-tree", c], &env).await?,
+            None => listing(&self.git, &["read-tree", "--empty"], &env).await?,
+        };
         let others = listing(
             &self.git,
             &[
@@ -1552,15 +1603,24 @@ impl Witness {
         hidden.dedup();
         let top = self.git.repo.clone();
         let sha256 = self.sha256;
-        tokio::task::spawn_blocking(move || diff_work_tree(&top, &base, &others, &hidden, sha256))
-            .await
-            .map_err(|e| git_err(format!("comparing the work tree failed: {e}")))?
+        tokio::task::spawn_blocking(move || {
+            let mut copy = copy;
+            let changes = diff_work_tree(&top, &base, &others, &hidden, sha256, copy.as_mut())?;
+            Ok((changes, copy))
+        })
+        .await
+        .map_err(|e| git_err(format!("comparing the work tree failed: {e}")))?
     }
 }
 
 /// The current mode and content id of a work-tree path, `None` when absent (or below
 /// a symlinked directory). Directories holding a repository count as submodules.
-fn current(top: &Path, path: &[u8], sha256: bool) -> Result<Option<(u32, String)>, ProbeError> {
+fn current(
+    top: &Path,
+    path: &[u8],
+    sha256: bool,
+    copy: Option<&mut Copier>,
+) -> Result<Option<(u32, String)>, ProbeError> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
     let io = |e: std::io::Error| {
@@ -1589,6 +1649,9 @@ fn current(top: &Path, path: &[u8], sha256: bool) -> Result<Option<(u32, String)
     };
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(&full).map_err(io)?;
+        if let Some(c) = copy {
+            c.symlink(path, &target)?;
+        }
         return Ok(Some((
             0o120000,
             blob_id(target.as_os_str().as_bytes(), sha256),
@@ -1602,10 +1665,162 @@ fn current(top: &Path, path: &[u8], sha256: bool) -> Result<Option<(u32, String)
     } else {
         0o100644
     };
+    let dest = match copy {
+        Some(c) => c.file_dest(top, path, meta.len())?,
+        None => None,
+    };
     Ok(Some((
         mode,
-        file_blob_id(&full, meta.len(), sha256).map_err(io)?,
+        file_blob_id(
+            &full,
+            meta.len(),
+            sha256,
+            dest.as_deref().map(|p| (p, mode)),
+        )
+        .map_err(io)?,
     )))
+}
+
+/// Writes the snapshot of a claimed tree: every file [`Witness::snapshot`] reads for
+/// its id is written beneath `dest` from the same bytes. Build outputs are never
+/// brought in (they are rebuilt); a symlink that leaves the tree is refused.
+pub struct Copier {
+    dest: PathBuf,
+    deadline: std::time::Instant,
+    /// Files and symlinks written.
+    pub files: u64,
+    /// Bytes of the files written.
+    pub bytes: u64,
+    /// Claimed paths left out as build output (`__pycache__`, `*.pyc`, cargo's `target/`).
+    pub left_out: Vec<String>,
+}
+
+/// Most bytes a snapshot may hold (a sparse 100 GB file would fill the disk).
+const MAX_SNAPSHOT_BYTES: u64 = 8 * 1024 * 1024 * 1024;
+
+impl Copier {
+    /// A copier writing beneath `dest`, failing once `deadline` passes.
+    pub fn new(dest: PathBuf, deadline: std::time::Instant) -> Copier {
+        Copier {
+            dest,
+            deadline,
+            files: 0,
+            bytes: 0,
+            left_out: Vec::new(),
+        }
+    }
+
+    fn target(&self, path: &[u8]) -> PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        self.dest.join(std::ffi::OsStr::from_bytes(path))
+    }
+
+    fn count(&mut self, bytes: u64) -> Result<(), ProbeError> {
+        self.files += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > MAX_SNAPSHOT_BYTES {
+            return Err(git_err(format!(
+                "the claimed tree holds more than {MAX_SNAPSHOT_BYTES} bytes; refusing to copy it"
+            )));
+        }
+        if std::time::Instant::now() > self.deadline {
+            return Err(git_err("the time limit passed while copying the tree"));
+        }
+        Ok(())
+    }
+
+    /// Where a regular file of `len` bytes goes (its directories made), or `None` when
+    /// it is a build output left out.
+    fn file_dest(
+        &mut self,
+        top: &Path,
+        path: &[u8],
+        len: u64,
+    ) -> Result<Option<PathBuf>, ProbeError> {
+        if is_build_output(top, path) {
+            self.left_out.push(show(path));
+            return Ok(None);
+        }
+        self.count(len)?;
+        let to = self.target(path);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                git_err(format!(
+                    "snapshot: cannot make the directory of {}: {}",
+                    show(path),
+                    paths::io_reason(&e)
+                ))
+            })?;
+        }
+        Ok(Some(to))
+    }
+
+    fn symlink(&mut self, path: &[u8], target: &Path) -> Result<(), ProbeError> {
+        use std::os::unix::ffi::OsStrExt;
+        if !symlink_stays_inside(path, target.as_os_str().as_bytes()) {
+            return Err(git_err(format!(
+                "{} is a symlink out of the tree (to {}); the snapshot does not follow it: make it relative and inside the tree, or leave it out",
+                show(path),
+                target.display()
+            )));
+        }
+        self.count(0)?;
+        let to = self.target(path);
+        if let Some(parent) = to.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        std::os::unix::fs::symlink(target, &to).map_err(|e| {
+            git_err(format!(
+                "snapshot: cannot make the symlink {}: {}",
+                show(path),
+                paths::io_reason(&e)
+            ))
+        })
+    }
+}
+
+/// Does a symlink at `path` (relative to the top) pointing at `target` resolve,
+/// lexically, to a place inside the top?
+pub(crate) fn symlink_stays_inside(path: &[u8], target: &[u8]) -> bool {
+    if target.first() == Some(&b'/') || target.is_empty() {
+        return false;
+    }
+    let mut depth: usize = path.split(|&b| b == b'/').count().saturating_sub(1);
+    for part in target.split(|&b| b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
+            _ => depth += 1,
+        }
+    }
+    true
+}
+
+/// Build output a claimed tree may hold but a run never takes: Python's bytecode
+/// (which Python would load in place of the source beside it) and a cargo package's
+/// `target/` directory (whose artefacts cargo would link as fresh).
+pub fn is_build_output(top: &Path, path: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+    let Some(name) = parts.last() else {
+        return false;
+    };
+    if name.ends_with(b".pyc") || name.ends_with(b".pyo") {
+        return true;
+    }
+    parts.iter().enumerate().any(|(i, part)| {
+        i + 1 < parts.len()
+            && (*part == b"__pycache__"
+                || (*part == b"target" && {
+                    let dir = parts[..i].join(&b'/');
+                    top.join(std::ffi::OsStr::from_bytes(&dir))
+                        .join("Cargo.toml")
+                        .is_file()
+                }))
+    })
 }
 
 /// Every file and symlink under the directory `dir` (a repository of its own), its
@@ -1615,6 +1830,7 @@ fn nested_files(
     dir: &[u8],
     sha256: bool,
     present: &mut Vec<(Vec<u8>, u32, String)>,
+    mut copy: Option<&mut Copier>,
 ) -> Result<(), ProbeError> {
     use std::os::unix::ffi::OsStrExt;
     let root = dir.strip_suffix(b"/").unwrap_or(dir).to_vec();
@@ -1652,7 +1868,7 @@ fn nested_files(
             })?;
             if meta.is_dir() {
                 stack.push(rel);
-            } else if let Some((mode, oid)) = current(top, &rel, sha256)? {
+            } else if let Some((mode, oid)) = current(top, &rel, sha256, copy.as_deref_mut())? {
                 present.push((rel, mode, oid));
             }
         }
@@ -1667,15 +1883,20 @@ fn diff_work_tree(
     others: &[Vec<u8>],
     hidden: &[Vec<u8>],
     sha256: bool,
+    mut copy: Option<&mut Copier>,
 ) -> Result<Changes, ProbeError> {
     let mut changed = Vec::new();
     let mut present: Vec<(Vec<u8>, u32, String)> = Vec::new();
     for f in base {
-        match current(top, &f.path, sha256)? {
+        match current(top, &f.path, sha256, copy.as_deref_mut())? {
             None => changed.push((f.path.clone(), Change::Deleted)),
-            // A submodule is compared by presence only (its own commits are its own).
+            // A submodule is compared by presence only (its own commits are its own);
+            // a snapshot holds its files.
             Some((0o160000, _)) if f.mode == 0o160000 => {
-                present.push((f.path.clone(), f.mode, f.oid.clone()))
+                present.push((f.path.clone(), f.mode, f.oid.clone()));
+                if let Some(c) = copy.as_deref_mut() {
+                    nested_files(top, &f.path, sha256, &mut Vec::new(), Some(c))?;
+                }
             }
             Some((mode, oid)) => {
                 if mode != f.mode || oid != f.oid {
@@ -1686,19 +1907,19 @@ fn diff_work_tree(
         }
     }
     for p in others {
-        if let Some((mode, oid)) = current(top, p, sha256)? {
+        if let Some((mode, oid)) = current(top, p, sha256, copy.as_deref_mut())? {
             changed.push((p.clone(), Change::Added));
             present.push((p.clone(), mode, oid));
             if mode == 0o160000 {
                 // A repository the agent made in the tree (not a submodule of the
                 // commit): its files are the agent's work too, so they are hashed, or a
                 // change inside it would reuse the last decision.
-                nested_files(top, p, sha256, &mut present)?;
+                nested_files(top, p, sha256, &mut present, copy.as_deref_mut())?;
             }
         }
     }
     for p in hidden {
-        if let Some((mode, oid)) = current(top, p, sha256)? {
+        if let Some((mode, oid)) = current(top, p, sha256, copy.as_deref_mut())? {
             present.push((p.clone(), mode, oid));
         }
     }

@@ -1,13 +1,7 @@
-//! Protected paths: a command runs in a scratch copy of the root — the tree as the agent
-//! left it (tracked, untracked, uncommitted), without any `.git` — in which every path
-//! matching the protected globs holds its content at the base revision, and such paths
-//! absent at the base are absent. The real tree and its repository are only read.
-//!
-//! Files are copied, never hard-linked (a test writing through a hard link would write
-//! the real file); `std::fs::copy` uses `copy_file_range`, which a copy-on-write file
-//! system (btrfs, XFS with reflink) can serve as a reflink. Modification times are kept,
-//! so a build tool's freshness checks see the tree as it is; files written from the base
-//! are newer than everything, so whatever depends on them is rebuilt.
+//! Protected paths laid over a run's snapshot: every path matching the protected globs
+//! holds its content at the base revision, and such paths absent at the base are
+//! absent. Also the plain copy of a root that is not a git work tree, and the watch
+//! on the real tree while an unsandboxed command runs.
 
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
@@ -17,47 +11,20 @@ use std::time::Instant;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::error::ProbeError;
-use crate::spec::{IgnoredFiles, Protect};
+use crate::spec::Protect;
 
 /// Largest protected file read from the base revision.
 const MAX_BLOB_BYTES: u64 = 256 * 1024 * 1024;
 
-/// A prepared scratch copy; removed when dropped.
-pub struct Scratch {
-    dir: Option<tempfile::TempDir>,
-    /// The copy of the root.
-    pub root: PathBuf,
-    /// The base revision, resolved to a commit.
-    pub base_commit: String,
-    /// Files and symlinks copied from the tree, and their bytes.
-    pub copied_files: u64,
-    pub copied_bytes: u64,
-    /// Paths written from the base revision.
-    pub protected_files: u64,
-    /// The real places the run must not write: the root (its `.git` included) and
-    /// the repository's `.git` when the root is a directory inside the repository.
-    pub watched: Vec<PathBuf>,
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if let Some(d) = self.dir.take() {
-            // A test may leave read-only directories; make them removable first.
-            make_writable(d.path());
-            let _ = d.close();
-        }
-    }
-}
-
 /// Deepest directory nesting copied; deeper is an error (a tree 1,000 levels deep
 /// overflowed the stack of a recursive walk — found by the red team).
 const MAX_DEPTH: usize = 128;
-/// Most bytes a scratch copy may hold (a sparse 100 GB file would fill the disk).
+/// Most bytes a copy may hold (a sparse 100 GB file would fill the disk).
 const MAX_COPY_BYTES: u64 = 8 * 1024 * 1024 * 1024;
 /// Files larger than this are copied in chunks, with the deadline checked between.
 const CHUNK: u64 = 8 * 1024 * 1024;
 
-fn make_writable(dir: &Path) {
+pub(crate) fn make_writable(dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
     // An explicit stack, not recursion: the tree is the agent's.
     let mut todo = vec![dir.to_path_buf()];
@@ -252,13 +219,17 @@ struct Entry {
     rel: String,
 }
 
-/// Build the scratch copy of `root`. Blocking; checks `deadline` as it goes.
-pub fn prepare(
+/// Lay the protected paths of `spec` over a snapshot: every file beneath `snap_top`
+/// (the snapshot of the repository containing `root`) that the globs match is removed,
+/// and the base revision's matching files are written in their place. Returns the base
+/// commit and how many files came from it. Blocking; checks `deadline` as it goes.
+pub fn apply(
     root: &Path,
+    snap_root: &Path,
     spec: &Protect,
     git_program: &Path,
     deadline: Instant,
-) -> Result<Scratch, ProbeError> {
+) -> Result<(String, u64), ProbeError> {
     crate::git::check_rev(&spec.base)?;
     // An abbreviated hash loses to a ref of the same name, which the agent can create
     // (`git update-ref refs/heads/1a2b3c4 …`; found by the red team): a base written in
@@ -271,14 +242,6 @@ pub fn prepare(
         )));
     }
     let globs = Globs::new(&spec.paths)?;
-    let late = || -> Result<(), ProbeError> {
-        if Instant::now() > deadline {
-            Err(perr("the time limit passed while copying the tree"))
-        } else {
-            Ok(())
-        }
-    };
-
     let mut g = Git {
         program: git_program,
         repo: root,
@@ -289,10 +252,6 @@ pub fn prepare(
         .out(crate::git::CONFIG_LIST_ARGS)
         .map_err(|_| perr("the root is not inside a git work tree"))?;
     g.extra = crate::git::neutralise(&config).map_err(|r| perr(r.to_string()))?;
-    let inside = g.out(&["rev-parse", "--is-inside-work-tree"])?;
-    if String::from_utf8_lossy(&inside).trim() != "true" {
-        return Err(perr("the root is not inside a git work tree"));
-    }
     let prefix = String::from_utf8_lossy(&g.out(&["rev-parse", "--show-prefix"])?)
         .trim_end_matches('\n')
         .to_string();
@@ -307,7 +266,7 @@ pub fn prepare(
         ])
         .map_err(|_| {
             perr(format!(
-                "base {:?} is not a commit of the repository",
+                "base {:?} is not a commit of the repository; hint: in CI, fetch it first (actions/checkout with `fetch-depth: 0`, or `git fetch origin BASE`)",
                 spec.base
             ))
         })?;
@@ -329,57 +288,120 @@ pub fn prepare(
             });
         }
     }
+    remove_matching(snap_root, &globs, deadline)?;
+    let written = write_base(&g, snap_root, &entries)?;
+    Ok((base_commit, written))
+}
 
-    // Ignored files to leave out, when asked.
-    let mut omit: Vec<String> = Vec::new();
-    if spec.ignored == IgnoredFiles::Omit {
-        let out = g.out(&[
-            "ls-files",
-            "-z",
-            "--others",
-            "--ignored",
-            "--exclude-standard",
-            "--directory",
-        ])?;
-        for p in out.split(|&b| b == 0).filter(|p| !p.is_empty()) {
-            omit.push(String::from_utf8_lossy(p).trim_end_matches('/').to_string());
+/// Remove every entry beneath `root` the globs match (the agent's versions of the
+/// protected paths). An explicit stack: the tree is the agent's.
+fn remove_matching(root: &Path, globs: &Globs, deadline: Instant) -> Result<(), ProbeError> {
+    let mut todo: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, rel)) = todo.pop() {
+        if Instant::now() > deadline {
+            return Err(perr("the time limit passed while protecting the snapshot"));
         }
-        omit.sort();
+        let rd = std::fs::read_dir(&dir).map_err(|e| perr(format!("{}: {e}", dir.display())))?;
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let child = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let path = e.path();
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            if globs.is_match(&child) {
+                let r = if is_dir {
+                    make_writable(&path);
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                r.map_err(|err| perr(format!("{}: {err}", path.display())))?;
+            } else if is_dir {
+                todo.push((path, child));
+            }
+        }
     }
+    Ok(())
+}
 
-    let dir = tempfile::Builder::new()
-        .prefix("evident-protect-")
-        .tempdir()
-        .map_err(|e| perr(format!("cannot create a scratch directory: {e}")))?;
-    let copy_root = dir.path().join("root");
-    check_ancestors(dir.path())?;
-    let mut scratch = Scratch {
-        root: copy_root.clone(),
-        dir: Some(dir),
-        base_commit,
-        copied_files: 0,
-        copied_bytes: 0,
-        protected_files: 0,
-        watched: watched_paths(root, &prefix),
+/// Copy a directory that is not a git work tree into `dest`: every file but `.git`,
+/// build output and the usual environment directories (`node_modules`, `.venv`,
+/// `venv`). Symlinks that leave the tree are refused.
+pub fn copy_plain(src: &Path, dest: &Path, deadline: Instant) -> Result<(u64, u64), ProbeError> {
+    let late = || -> Result<(), ProbeError> {
+        if Instant::now() > deadline {
+            Err(perr("the time limit passed while copying the tree"))
+        } else {
+            Ok(())
+        }
     };
-    std::fs::create_dir(&copy_root).map_err(|e| perr(format!("scratch directory: {e}")))?;
     let mut walk = Walk {
-        globs: &globs,
-        omit: &omit,
+        globs: None,
+        omit: &[],
         late: &late,
         files: 0,
         bytes: 0,
     };
-    walk.copy_dir(root, &copy_root, "")?;
-    scratch.copied_files = walk.files;
-    scratch.copied_bytes = walk.bytes;
-    late()?;
-    scratch.protected_files = write_base(&g, &copy_root, &entries)?;
-    Ok(scratch)
+    walk.copy_dir(src, dest, "")?;
+    Ok((walk.files, walk.bytes))
+}
+
+/// Copy every file of the directory `src` over `dest` (the owner's overlay), replacing
+/// what is there; symlinks are copied as symlinks. Returns files and bytes.
+pub fn copy_over(src: &Path, dest: &Path, deadline: Instant) -> Result<(u64, u64), ProbeError> {
+    let (mut files, mut bytes) = (0u64, 0u64);
+    let mut todo = vec![(src.to_path_buf(), dest.to_path_buf(), 0usize)];
+    while let Some((from_dir, to_dir, depth)) = todo.pop() {
+        if depth > MAX_DEPTH || Instant::now() > deadline {
+            return Err(perr("the overlay is too deep or took past the time limit"));
+        }
+        let dir = real_dir(&to_dir, "")?;
+        let rd = std::fs::read_dir(&from_dir)
+            .map_err(|e| perr(format!("overlay {}: {e}", from_dir.display())))?;
+        for e in rd.flatten() {
+            if e.file_name() == ".git" {
+                continue;
+            }
+            let (from, to) = (e.path(), dir.join(e.file_name()));
+            let meta = std::fs::symlink_metadata(&from)
+                .map_err(|err| perr(format!("overlay {}: {err}", from.display())))?;
+            if meta.is_dir() {
+                if std::fs::symlink_metadata(&to).is_ok_and(|m| !m.is_dir()) {
+                    let _ = std::fs::remove_file(&to);
+                }
+                todo.push((from, to, depth + 1));
+                continue;
+            }
+            if let Ok(m) = std::fs::symlink_metadata(&to) {
+                let r = if m.is_dir() {
+                    make_writable(&to);
+                    std::fs::remove_dir_all(&to)
+                } else {
+                    std::fs::remove_file(&to)
+                };
+                r.map_err(|err| perr(format!("{}: {err}", to.display())))?;
+            }
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&from)
+                    .map_err(|err| perr(format!("overlay {}: {err}", from.display())))?;
+                std::os::unix::fs::symlink(target, &to)
+                    .map_err(|err| perr(format!("{}: {err}", to.display())))?;
+            } else if meta.is_file() {
+                std::fs::copy(&from, &to)
+                    .map_err(|err| perr(format!("overlay {}: {err}", from.display())))?;
+                bytes += meta.len();
+            }
+            files += 1;
+        }
+    }
+    Ok((files, bytes))
 }
 
 struct Walk<'a> {
-    globs: &'a Globs,
+    globs: Option<&'a Globs>,
     omit: &'a [String],
     late: &'a dyn Fn() -> Result<(), ProbeError>,
     files: u64,
@@ -410,12 +432,22 @@ impl Walk<'_> {
             if name_s == ".git" {
                 continue;
             }
+            if self.globs.is_none()
+                && (matches!(name_s, "node_modules" | ".venv" | "venv" | "__pycache__")
+                    || name_s.ends_with(".pyc")
+                    || name_s.ends_with(".pyo")
+                    || (name_s == "target" && src.join("Cargo.toml").is_file()))
+            {
+                continue;
+            }
             let child_rel = if rel.is_empty() {
                 name_s.to_string()
             } else {
                 format!("{rel}/{name_s}")
             };
-            if self.globs.is_match(&child_rel) || self.omit.binary_search(&child_rel).is_ok() {
+            if self.globs.is_some_and(|g| g.is_match(&child_rel))
+                || self.omit.binary_search(&child_rel).is_ok()
+            {
                 continue;
             }
             let from = e.path();
@@ -430,11 +462,22 @@ impl Walk<'_> {
                 // A symlink to a directory would bring in files that protected
                 // patterns beneath it should have filtered (`tests -> fake_tests`).
                 if std::fs::metadata(&from).is_ok_and(|m| m.is_dir())
-                    && self.globs.may_match_under(&child_rel)
+                    && self.globs.is_some_and(|g| g.may_match_under(&child_rel))
                 {
                     continue;
                 }
                 let target = std::fs::read_link(&from).map_err(|e| io(&from, e))?;
+                if self.globs.is_none()
+                    && !crate::git::symlink_stays_inside(child_rel.as_bytes(), {
+                        use std::os::unix::ffi::OsStrExt;
+                        target.as_os_str().as_bytes()
+                    })
+                {
+                    return Err(perr(format!(
+                        "{child_rel} is a symlink out of the tree (to {}); the snapshot does not follow it",
+                        target.display()
+                    )));
+                }
                 std::os::unix::fs::symlink(&target, &to).map_err(|e| io(&to, e))?;
                 self.files += 1;
             } else if ft.is_file() {
@@ -450,20 +493,6 @@ impl Walk<'_> {
                     crate::paths::open_regular_path(&from).map_err(|e| io(&from, e))?;
                 self.copy_in_chunks(src, &from, &to, now.len() > CHUNK)?;
                 std::fs::set_permissions(&to, now.permissions()).map_err(|e| io(&to, e))?;
-                let times = std::fs::FileTimes::new()
-                    .set_modified(meta.modified().map_err(|e| io(&from, e))?)
-                    .set_accessed(meta.accessed().map_err(|e| io(&from, e))?);
-                std::fs::File::options()
-                    .write(true)
-                    .open(&to)
-                    .and_then(|f| f.set_times(times))
-                    .or_else(|e| {
-                        // A read-only file: its times are kept through a read handle.
-                        std::fs::File::open(&to)
-                            .and_then(|f| f.set_times(times))
-                            .map_err(|_| e)
-                    })
-                    .map_err(|e| io(&to, e))?;
                 self.files += 1;
                 if self.files.is_multiple_of(256) {
                     (self.late)()?;
@@ -525,7 +554,7 @@ const RUNNER_CONFIG: &[&str] = &[
 /// `/`) anyone may have written to: a `/tmp/pytest.ini` + `/tmp/conftest.py`, or a
 /// `/tmp/.cargo/config.toml` runner, would be picked up by the protected run (found by
 /// the red team). Refuse a run whose scratch copy has runner configuration above it.
-fn check_ancestors(scratch: &Path) -> Result<(), ProbeError> {
+pub(crate) fn check_ancestors(scratch: &Path) -> Result<(), ProbeError> {
     for dir in scratch.ancestors().skip(1) {
         for name in RUNNER_CONFIG {
             let p = dir.join(name);
@@ -558,24 +587,6 @@ fn real_dir(root: &Path, rel_dir: &str) -> Result<PathBuf, ProbeError> {
         }
     }
     Ok(p)
-}
-
-/// The root, and the repository's `.git` when the root lies below the repository's top
-/// (`prefix` is git's `--show-prefix`, `sub/dir/`).
-fn watched_paths(root: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut v = vec![root.to_path_buf()];
-    let depth = prefix.split('/').filter(|c| !c.is_empty()).count();
-    if depth > 0 {
-        let mut top = root.to_path_buf();
-        for _ in 0..depth {
-            top.pop();
-        }
-        let git = top.join(".git");
-        if git.is_dir() {
-            v.push(git);
-        }
-    }
-    v
 }
 
 /// Entries a [`Fingerprint`] holds at most; a larger tree is refused (it cannot be

@@ -118,6 +118,20 @@ pub struct CommandSpec {
     /// sets `PYTHONDONTWRITEBYTECODE=1` and passes pytest `-p no:cacheprovider`).
     #[serde(default)]
     pub keep_caches: bool,
+    /// Directories (or files) inside the root that git ignores and the run needs as they
+    /// are — dependencies such as `.venv` or `node_modules` — made available read-only
+    /// at the same place in the snapshot, their digests recorded. Nothing else ignored
+    /// is ever brought into the snapshot.
+    #[serde(default)]
+    pub environment: Vec<String>,
+    /// Let the command reach the network (by default it runs in a network namespace
+    /// with only its own loopback, where the platform has one).
+    #[serde(default)]
+    pub network: bool,
+    /// pytest plugins to load, each passed as `-p NAME` (plugin autoload is always off,
+    /// so a plugin installed or declared anywhere else never loads).
+    #[serde(default)]
+    pub plugins: Vec<String>,
 }
 
 /// Protected paths of a command: `protect = { base = "main", paths = ["tests/**"] }`.
@@ -130,20 +144,26 @@ pub struct Protect {
     /// Globs relative to the root (`*` stays within one path component, `**` crosses
     /// them); a pattern that names a directory covers everything beneath it.
     pub paths: Vec<String>,
-    /// What the scratch copy gets of files git ignores (build output, caches).
+    /// Accepted for old contracts and without effect: a snapshot never holds ignored
+    /// files (declare dependencies in `environment`).
     #[serde(default)]
     pub ignored: IgnoredFiles,
+    /// The owner's own test files, laid over the snapshot after the protected paths: a
+    /// directory whose files are copied over the root, or a unified diff (`*.diff`,
+    /// `*.patch`) applied to it — the way a grader adds a test patch the agent never
+    /// saw. Absolute, or relative to the gate's working directory; never inside the root.
+    #[serde(default)]
+    pub overlay: Option<String>,
 }
 
 /// Ignored files in a protected run's scratch copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IgnoredFiles {
-    /// Copied like every other file (a reflink where the file system has them).
+    /// Formerly: copied like every other file. Now as `omit`.
     #[default]
     Copy,
-    /// Left out: the run starts without build output (set `CARGO_TARGET_DIR` outside
-    /// the tree to keep a build cache the agent cannot write).
+    /// Left out (always, now).
     Omit,
 }
 
