@@ -47,10 +47,11 @@ fn observed_type(source: &Source, key: &str) -> Option<&'static str> {
         (Source::Command(_), "exit_code") => int,
         (
             Source::Command(_),
-            "passed" | "failed" | "skipped" | "errors" | "deselected" | "xfailed" | "xpassed",
+            "passed" | "failed" | "skipped" | "errors" | "deselected" | "xfailed" | "xpassed"
+            | "regressed" | "base_passed" | "base_failing" | "added_tests" | "added_failed",
         ) => int,
         (Source::Command(_), "ran" | "stdout_truncated" | "stderr_truncated") => boolean,
-        (Source::Command(_), "stdout" | "stderr" | "runner") => string,
+        (Source::Command(_), "stdout" | "stderr" | "runner" | "expected_runner") => string,
         (Source::Command(_), "tests_passed") => Some("an array"),
         (Source::Http(_), "status") => int,
         (Source::Http(_), "headers" | "json") => object,
@@ -264,8 +265,21 @@ pub fn lint(doc: &ContractDocument) -> Vec<Lint> {
                 "add protect = { base = \"<the owner's full commit id>\", paths = [\"tests/**\", \"Cargo.toml\"] } (pytest's config files and conftest.py are then always taken from the base; docs/probes.md)",
             );
         }
+        let judged_by_base = expected.get("regressed") == Some(&Value::from(0));
         if c.check_type == CheckType::TestRun
             && matches!(c.source, Source::Command(_))
+            && !judged_by_base
+            && expected.get("skipped") != Some(&Value::from(0))
+        {
+            push(
+                at("expected"),
+                "this test_run would pass with a test skipped: a test that calls pytest.skip() or pytest.xfail() at run time, or is deselected, does not fail".into(),
+                "add skipped = 0 to expected, or judge the run against the base's tests (base_tests = \"@baseline\" with regressed = 0; docs/probes.md)",
+            );
+        }
+        if c.check_type == CheckType::TestRun
+            && matches!(c.source, Source::Command(_))
+            && !judged_by_base
             && expected.get("failed") != Some(&Value::from(0))
         {
             push(

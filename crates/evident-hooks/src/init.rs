@@ -25,6 +25,51 @@ pub struct Detected {
     pub checks: Vec<(String, Vec<String>, Vec<String>)>,
 }
 
+/// Does any file within a few levels of `root` look like a Python test module
+/// (`test_*.py`, `*_test.py`), outside dependency and build directories?
+fn has_python_tests(root: &Path) -> bool {
+    let mut todo = vec![(root.to_path_buf(), 0usize)];
+    let mut seen = 0usize;
+    while let Some((dir, depth)) = todo.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            seen += 1;
+            if seen > 20_000 {
+                return false;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                let skip = name.starts_with('.')
+                    || matches!(
+                        name.as_str(),
+                        "node_modules" | "venv" | "target" | "build" | "dist" | "__pycache__"
+                    );
+                if depth < 4 && !skip {
+                    todo.push((e.path(), depth + 1));
+                }
+            } else if name.ends_with(".py")
+                && (name.starts_with("test_") || name.ends_with("_test.py"))
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Does the project say it runs its tests with `python -m unittest` (and never names
+/// pytest)?
+fn uses_unittest(root: &Path) -> bool {
+    let text: String = ["tox.ini", "setup.cfg", "Makefile", "pyproject.toml", "noxfile.py"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(root.join(f)).ok())
+        .collect::<Vec<_>>()
+        .join("\n");
+    text.contains("unittest") && !text.contains("pytest")
+}
+
 /// Finds the test commands a starter contract should run (Cargo, npm, pytest, …).
 pub fn detect(root: &Path) -> Detected {
     let has = |p: &str| root.join(p).exists();
@@ -45,7 +90,7 @@ pub fn detect(root: &Path) -> Detected {
         ));
     }
     let pyproject = std::fs::read_to_string(root.join("pyproject.toml")).unwrap_or_default();
-    if has("pytest.ini")
+    let python = has("pytest.ini")
         || has("conftest.py")
         || pyproject.contains("pytest")
         || has("setup.cfg")
@@ -53,19 +98,40 @@ pub fn detect(root: &Path) -> Detected {
                 .unwrap_or_default()
                 .contains("pytest")
         || has("tox.ini")
-    {
+        || ((has("pyproject.toml") || has("setup.py") || has("setup.cfg"))
+            && has_python_tests(root));
+    // The project's virtualenv, when it has one (linked into each run read-only).
+    let py: String = [".venv", "venv"]
+        .iter()
+        .map(|v| format!("{v}/bin/python"))
+        .find(|p| root.join(p).exists())
+        .unwrap_or_else(|| "python3".into());
+    if python && uses_unittest(root) {
+        // The project's own runner: pytest would collect what unittest never does.
+        checks.push((
+            "unittest".into(),
+            vec![
+                py.clone(),
+                "-m".into(),
+                "unittest".into(),
+                "discover".into(),
+                "-v".into(),
+            ],
+            vec![
+                "**/test_*.py".into(),
+                "**/*_test.py".into(),
+                "**/tests/**".into(),
+                "**/testing/**".into(),
+            ],
+        ));
+    } else if python {
+        // The base's own tests decide (base_tests): the files pytest collects at the
+        // base run at their base content wherever they live, and every test that
+        // passed there must pass. pytest's configuration files are always protected.
         checks.push((
             "pytest".into(),
-            vec!["python3".into(), "-m".into(), "pytest".into(), "-q".into()],
-            vec![
-                "tests/**".into(),
-                "test/**".into(),
-                "**/conftest.py".into(),
-                "pytest.ini".into(),
-                "pyproject.toml".into(),
-                "tox.ini".into(),
-                "setup.cfg".into(),
-            ],
+            vec![py, "-m".into(), "pytest".into(), "-q".into()],
+            vec!["**/conftest.py".into()],
         ));
     }
     if let Ok(pkg) = std::fs::read_to_string(root.join("package.json"))
@@ -92,6 +158,26 @@ pub fn detect(root: &Path) -> Detected {
         ));
     }
     Detected { checks }
+}
+
+/// The ignored dependency directories a check needs (`environment`), as the project
+/// has them: a virtualenv for Python, `node_modules` for npm.
+fn environment(root: &Path, id: &str) -> String {
+    let names: &[&str] = match id {
+        "pytest" | "unittest" => &[".venv", "venv"],
+        "npm-test" => &["node_modules"],
+        _ => &[],
+    };
+    let found: Vec<String> = names
+        .iter()
+        .filter(|n| root.join(n).is_dir())
+        .map(|n| n.to_string())
+        .collect();
+    if found.is_empty() {
+        String::new()
+    } else {
+        format!(", environment = {}", toml_list(&found))
+    }
 }
 
 fn toml_list(v: &[String]) -> String {
@@ -144,11 +230,22 @@ covers = {{ kind = "code_change" }}
 # The tests run in a scratch copy where these paths hold their content at the session's
 # baseline (the commit the agent started from): an agent's edit to a test or to the
 # runner's configuration does not count. Outside a hook, pass `evident gate --baseline REV`.
-source = {{ command = {{ argv = {argv}, inherit_env = ["PATH", "HOME"], timeout_s = {CHECK_TIMEOUT_S}, protect = {{ base = "@baseline", paths = {protect} }} }} }}
-expected = {{ exit_code = 0, failed = 0 }}
+source = {{ command = {{ argv = {argv}, inherit_env = ["PATH", "HOME"], timeout_s = {CHECK_TIMEOUT_S},{base_tests} protect = {{ base = "@baseline", paths = {protect} }}{env} }} }}
+expected = {expected}
 "#,
             argv = toml_list(argv),
             protect = toml_list(protect),
+            base_tests = if id == "pytest" {
+                " base_tests = \"@baseline\","
+            } else {
+                ""
+            },
+            env = environment(root, id),
+            expected = if id == "pytest" {
+                "{ regressed = 0, added_failed = 0, ran = true }"
+            } else {
+                "{ exit_code = 0, failed = 0, ran = true }"
+            },
         ));
     }
     s

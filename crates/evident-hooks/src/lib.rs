@@ -697,11 +697,16 @@ fn checked(
                 evident_probes::Source::Command(_) | evident_probes::Source::File(_)
             )
         });
+    // ...and only when every command runs sandboxed (reading nothing but the snapshot,
+    // the system and the declared environment) and that environment is unchanged.
+    let environment = reusable_environment(&contract.contract, &top);
     if reads_only_the_tree
         && let Some(last) = session.last.clone()
         && (last.tree_hash == built.changes.tree_hash
             || last.after_tree_hash.as_deref() == Some(built.changes.tree_hash.as_str()))
         && last.contract_hash == contract_hash
+        && environment.is_some()
+        && last.environment == environment
     {
         log.push("evident: tree and contract unchanged since the last decision; reused".into());
         if last.state == "verified" {
@@ -836,6 +841,7 @@ fn checked(
         state: state_name.clone(),
         text: text.clone(),
         record: decision.record.clone(),
+        environment,
     });
     match decision.state {
         State::Verified => {
@@ -990,4 +996,33 @@ pub fn claim_from(
         .await?;
         Ok(built.claim)
     })
+}
+
+/// The digest of what the contract's command checks read besides the tree — their
+/// declared environments — when a decision on them may be reused: every command runs
+/// sandboxed here. `None` when it may not (no sandbox, or an environment that cannot be
+/// read): command checks run without a sandbox are never reused.
+fn reusable_environment(contract: &evident_gate::Contract, top: &Path) -> Option<String> {
+    use sha2::Digest;
+    let commands: Vec<&evident_probes::CommandSpec> = contract
+        .checks
+        .iter()
+        .filter_map(|c| match &c.source {
+            evident_probes::Source::Command(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    if !commands.is_empty() && evident_probes::sandbox::landlock_abi() == 0 {
+        return None;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut h = sha2::Sha256::new();
+    for c in commands {
+        for rel in &c.environment {
+            let real = std::fs::canonicalize(top.join(rel)).ok()?;
+            h.update(rel.as_bytes());
+            h.update(evident_probes::environment_digest(&real, deadline).ok()?);
+        }
+    }
+    Some(hex::encode(h.finalize()))
 }

@@ -63,6 +63,10 @@ pub struct LastDecision {
     pub text: String,
     /// The ledger record then (`#N in LOCATION (hash)`), when there was one.
     pub record: Option<String>,
+    /// The digest of what the command checks read besides the tree (their declared
+    /// environments) then; `None`: the decision may not be reused.
+    #[serde(default)]
+    pub environment: Option<String>,
 }
 
 /// The session's file name: its id's safe characters and a hash of the raw id and repo.

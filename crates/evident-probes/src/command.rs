@@ -755,8 +755,11 @@ const PYTEST_MODULES: &[&str] = &[
 /// `module`? `module.py`, `module.pyc`, `module.*.so`, or a package directory with an
 /// `__init__` (a directory without one is a namespace portion, which loses to the
 /// installed package).
-fn shadows(dir: &Path, name: &str) -> Option<&'static str> {
-    let m = PYTEST_MODULES.iter().copied().find(|m| {
+fn shadows<'a>(dir: &Path, name: &str, plugins: &'a [String]) -> Option<&'a str> {
+    let named = plugins
+        .iter()
+        .map(|p| p.split('.').next().unwrap_or(p.as_str()));
+    let m = PYTEST_MODULES.iter().copied().chain(named).find(|m| {
         name == *m
             || name
                 .strip_prefix(*m)
@@ -776,18 +779,30 @@ fn shadows(dir: &Path, name: &str) -> Option<&'static str> {
     Some(m)
 }
 
-/// The first pytest plugin a distribution's metadata directory `name` (in `dir`, on
-/// `sys.path`) declares: `importlib.metadata` finds `*.dist-info` and `*.egg-info`
-/// there, and pytest loads every `[pytest11]` entry point it finds at start-up.
+/// Whether a distribution's metadata `name` (in `dir`, on `sys.path`) may declare a
+/// pytest plugin, which `-p NAME` would load by its entry point before any module of
+/// that name. Read as Python finds it, not as a parser of its own would: the suffix in
+/// any case (`.DIST-INFO`; importlib.metadata lowers the names), eggs too, and the
+/// entry points refused when the group name appears anywhere in them — whatever the
+/// header's brackets or line breaks (`[[pytest11]]`, a form feed) — or cannot be read.
 fn declared_pytest_plugin(dir: &Path, name: &str) -> Option<String> {
     use std::io::Read;
-    if !(name.ends_with(".dist-info") || name.ends_with(".egg-info")) {
+    let low = name.to_ascii_lowercase();
+    let meta = if low.ends_with(".dist-info") || low.ends_with(".egg-info") {
+        dir.join(name)
+    } else if low.ends_with(".egg") {
+        // A zipped egg cannot be read here: refused as one that may declare a plugin.
+        if !dir.join(name).is_dir() {
+            return Some(format!("(the egg {name} that cannot be read)"));
+        }
+        dir.join(name).join("EGG-INFO")
+    } else {
         return None;
-    }
-    // Python follows symlinks here, so this does too; what cannot be read (a FIFO,
-    // not UTF-8) could still declare one: refused as such (fails closed).
+    };
+    // Python follows symlinks here, so this does too; what cannot be read (a FIFO)
+    // could still declare one: refused as such (fails closed).
     let unreadable = || Some("(entry_points.txt that cannot be read)".to_string());
-    let real = match std::fs::canonicalize(dir.join(name).join("entry_points.txt")) {
+    let real = match std::fs::canonicalize(meta.join("entry_points.txt")) {
         Ok(r) => r,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(_) => return unreadable(),
@@ -795,25 +810,25 @@ fn declared_pytest_plugin(dir: &Path, name: &str) -> Option<String> {
     let Ok((f, _)) = crate::paths::open_regular_path(&real) else {
         return unreadable();
     };
-    let mut text = String::new();
-    if f.take(1024 * 1024).read_to_string(&mut text).is_err() {
+    let mut bytes = Vec::new();
+    if f.take(1024 * 1024 + 1).read_to_end(&mut bytes).is_err() || bytes.len() > 1024 * 1024 {
         return unreadable();
     }
-    let mut in_section = false;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_section = line == "[pytest11]";
-        } else if in_section && let Some((plugin, _)) = line.split_once('=') {
-            return Some(plugin.trim().to_string());
-        }
-    }
-    None
+    let text = String::from_utf8_lossy(&bytes);
+    text.contains("pytest11").then(|| {
+        // Name the first entry after the group, for the message.
+        text.split("pytest11")
+            .nth(1)
+            .and_then(|rest| rest.split(['\n', '\r', '\x0c', '\x0b']).map(str::trim).find(|l| l.contains('=')))
+            .and_then(|l| l.split_once('='))
+            .map_or_else(|| "(a pytest11 entry point)".to_string(), |(p, _)| p.trim().to_string())
+    })
 }
 
 /// Refuse a tree that would replace pytest (or what it imports at start-up) with its
 /// own module, or load a plugin of its own: the root's top level and the working
 /// directory are on `sys.path`.
-fn check_pytest_shadowing(root: &Path, cwd: &Path) -> Result<(), ProbeError> {
+fn check_pytest_shadowing(root: &Path, cwd: &Path, plugins: &[String]) -> Result<(), ProbeError> {
     let mut dirs = vec![root.to_path_buf()];
     if cwd != root {
         dirs.push(cwd.to_path_buf());
@@ -837,7 +852,7 @@ fn check_pytest_shadowing(root: &Path, cwd: &Path) -> Result<(), ProbeError> {
                     .unwrap_or(name);
                 return Err(ProbeError::RunnerPlugin { path: rel, plugin });
             }
-            if let Some(module) = shadows(&dir, &name) {
+            if let Some(module) = shadows(&dir, &name, plugins) {
                 let rel = dir
                     .strip_prefix(root)
                     .ok()
@@ -866,6 +881,16 @@ pub fn validate(spec: &CommandSpec) -> Result<(), ProbeError> {
         .any(|t| t.is_empty() || t.contains('\0'))
     {
         return Err(ProbeError::invalid("tests_passed holds an empty name"));
+    }
+    if spec.base_tests.is_some() && report_source(spec) == ReportSource::None {
+        return Err(ProbeError::invalid(
+            "base_tests needs the runner's machine report: run pytest without a shell, `go test -json`, or name the JUnit report the command writes in `junit`",
+        ));
+    }
+    if let Some(b) = &spec.base_tests
+        && b != BASELINE
+    {
+        crate::git::check_rev(b)?;
     }
     if !spec.tests_passed.is_empty() {
         match report_source(spec) {
@@ -974,13 +999,29 @@ fn read_gate_report(path: &Path) -> Result<Report, ProbeError> {
     summary::parse_junit(&text).map_err(|e| jerr(evident_format::chain(&e)))
 }
 
-/// test_run: run the command and observe exit code, counts and output digests.
+/// test_run: run the command and observe exit code, counts and output digests; with
+/// `base_tests`, also judge the run against the base's own results (every test that
+/// passed there must pass now).
 pub async fn observe(
     spec: &CommandSpec,
     ctx: &Context,
     limit: std::time::Duration,
     scrub: &mut Scrubber,
 ) -> Result<Object, ProbeError> {
+    match &spec.base_tests {
+        None => observe_run(spec, ctx, limit, scrub).await.map(|(o, _)| o),
+        Some(rev) => crate::base_tests::observe(spec, rev, ctx, limit, scrub).await,
+    }
+}
+
+/// One run in its snapshot: the observation and the test cases of the runner's
+/// machine report (empty when it has none).
+pub(crate) async fn observe_run(
+    spec: &CommandSpec,
+    ctx: &Context,
+    limit: std::time::Duration,
+    scrub: &mut Scrubber,
+) -> Result<(Object, Vec<Case>), ProbeError> {
     if spec.argv.is_empty() {
         return Err(ProbeError::invalid("argv is empty"));
     }
@@ -1039,7 +1080,7 @@ pub async fn observe(
     let runner_hint = runner_of(spec);
     let pytest = runs_pytest(spec);
     if pytest {
-        check_pytest_shadowing(root, &cwd)?;
+        check_pytest_shadowing(root, &cwd, &spec.plugins)?;
     }
     let mut env = child_env(spec, ctx, scrub)?;
     let mut set_default = |k: &str, v: String| {
@@ -1195,6 +1236,21 @@ pub async fn observe(
         }
     }
 
+    let rewritten = protect::tampered(root, &snap.protected);
+    if !rewritten.is_empty() {
+        let shown: Vec<String> = rewritten.iter().take(10).map(|r| scrub.scrub(r)).collect();
+        return Err(ProbeError::Protect {
+            reason: format!(
+                "the run rewrote protected files in the snapshot before or while the tests ran (a build script or a test did): {}{}; its result cannot be trusted",
+                shown.join(", "),
+                if rewritten.len() > 10 {
+                    format!(" and {} more", rewritten.len() - 10)
+                } else {
+                    String::new()
+                }
+            ),
+        });
+    }
     let junit = match &spec.junit {
         Some(p) => Some(read_junit(root, p, junit_before)?),
         None => None,
@@ -1334,7 +1390,10 @@ pub async fn observe(
     }
     if let Some(base) = &snap.base_commit {
         obj.insert("protect_base".into(), Value::from(base.clone()));
-        obj.insert("protected_files".into(), Value::from(snap.protected_files));
+        obj.insert(
+            "protected_files".into(),
+            Value::from(snap.protected.len() as u64),
+        );
     }
     obj.insert("snapshot".into(), snapshot_value(&snap, &sandboxed));
     obj.insert(
@@ -1377,7 +1436,16 @@ pub async fn observe(
             obj.insert(format!("{name}_truncated"), Value::Bool(s.truncated));
         }
     }
-    Ok(obj)
+    let cases = match (junit, pytest_report) {
+        (Some(r), _) | (None, Some(r)) => r.cases,
+        (None, None) => fin
+            .stdout
+            .parser
+            .go_cases()
+            .map(<[Case]>::to_vec)
+            .unwrap_or_default(),
+    };
+    Ok((obj, cases))
 }
 
 #[cfg(test)]

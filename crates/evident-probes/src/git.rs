@@ -673,7 +673,7 @@ struct Compared {
 }
 
 /// git's object id of a blob with this content.
-fn blob_id(content: &[u8], sha256: bool) -> String {
+pub(crate) fn blob_id(content: &[u8], sha256: bool) -> String {
     object_id("blob", content, sha256)
 }
 
@@ -695,7 +695,7 @@ fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// The same id, streaming a file (any size) instead of holding it.
-fn file_blob_id(
+pub(crate) fn file_blob_id(
     path: &Path,
     len: u64,
     sha256: bool,

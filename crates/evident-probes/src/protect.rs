@@ -229,7 +229,7 @@ pub fn apply(
     spec: &Protect,
     git_program: &Path,
     deadline: Instant,
-) -> Result<(String, u64), ProbeError> {
+) -> Result<(String, Vec<Laid>), ProbeError> {
     crate::git::check_rev(&spec.base)?;
     // An abbreviated hash loses to a ref of the same name, which the agent can create
     // (`git update-ref refs/heads/1a2b3c4 …`; found by the red team): a base written in
@@ -289,8 +289,51 @@ pub fn apply(
         }
     }
     remove_matching(snap_root, &globs, deadline)?;
-    let written = write_base(&g, snap_root, &entries)?;
-    Ok((base_commit, written))
+    write_base(&g, snap_root, &entries)?;
+    let laid = entries
+        .into_iter()
+        .filter(|e| e.mode == "100644" || e.mode == "100755" || e.mode == "120000")
+        .map(|e| Laid {
+            rel: e.rel,
+            oid: e.oid,
+            symlink: e.mode == "120000",
+        })
+        .collect();
+    Ok((base_commit, laid))
+}
+
+/// A file laid from the base, to check after the run that it is still the base's.
+#[derive(Debug, Clone)]
+pub struct Laid {
+    /// Relative to the snapshot's root.
+    pub rel: String,
+    /// Its object id at the base (sha1 or sha256, by length).
+    pub oid: String,
+    symlink: bool,
+}
+
+/// The protected files the run changed in the snapshot: a build script or a test that
+/// rewrote a protected test before it ran (a workspace member's `build.rs` did) makes
+/// the run's result worthless, whatever it says.
+pub fn tampered(snap_root: &Path, laid: &[Laid]) -> Vec<String> {
+    use std::os::unix::ffi::OsStrExt;
+    laid.iter()
+        .filter(|l| {
+            let p = snap_root.join(&l.rel);
+            let sha256 = l.oid.len() == 64;
+            let now = match std::fs::symlink_metadata(&p) {
+                Ok(m) if l.symlink && m.file_type().is_symlink() => std::fs::read_link(&p)
+                    .ok()
+                    .map(|t| crate::git::blob_id(t.as_os_str().as_bytes(), sha256)),
+                Ok(m) if !l.symlink && m.is_file() => {
+                    crate::git::file_blob_id(&p, m.len(), sha256, None).ok()
+                }
+                _ => None,
+            };
+            now.as_deref() != Some(l.oid.as_str())
+        })
+        .map(|l| l.rel.clone())
+        .collect()
 }
 
 /// Remove every entry beneath `root` the globs match (the agent's versions of the

@@ -50,9 +50,10 @@ pub struct Snapshot {
     pub bytes: u64,
     /// Claimed paths left out as build output.
     pub left_out: Vec<String>,
-    /// The base commit of the protected paths, and how many files came from it.
+    /// The base commit of the protected paths.
     pub base_commit: Option<String>,
-    pub protected_files: u64,
+    /// The files laid from the base.
+    pub protected: Vec<protect::Laid>,
     /// Files the overlay laid over the snapshot.
     pub overlay_files: u64,
     /// The declared environment: path relative to the root, its real path, its digest.
@@ -137,17 +138,17 @@ pub async fn take(req: Request<'_>) -> Result<Snapshot, ProbeError> {
     protect::check_ancestors(&slot)?;
 
     let mut base_commit = None;
-    let mut protected_files = 0;
+    let mut protected = Vec::new();
     let mut overlay_files = 0;
     if let Some(p) = req.protect {
         let git = crate::command::resolve_program("git", &root, req.path_var)?;
         let (p, r, sr) = (p.clone(), root.clone(), snap_root.clone());
-        let (commit, n) =
+        let (commit, laid) =
             tokio::task::spawn_blocking(move || protect::apply(&r, &sr, &p, &git, deadline))
                 .await
                 .map_err(|e| serr(format!("protecting the snapshot failed: {e}")))??;
         base_commit = Some(commit);
-        protected_files = n;
+        protected = laid;
         if let Some(o) = &req.protect.and_then(|p| p.overlay.clone()) {
             overlay_files = overlay(&root, &snap_root, o, req.path_var, deadline)?;
         }
@@ -171,7 +172,7 @@ pub async fn take(req: Request<'_>) -> Result<Snapshot, ProbeError> {
         bytes,
         left_out,
         base_commit,
-        protected_files,
+        protected,
         overlay_files,
         environment,
         watched,
@@ -185,6 +186,15 @@ async fn open_repo(root: &Path, path_var: Option<&str>) -> Result<Option<Witness
         return Ok(None);
     }
     Witness::open(root, path_var).await.map(Some)
+}
+
+/// A file of the slot's cache for `spec` run in `root` (the base's test results).
+pub(crate) fn cache_file(root: &Path, spec: &CommandSpec, name: &str) -> Result<PathBuf, ProbeError> {
+    let root = std::fs::canonicalize(root)
+        .map_err(|e| serr(format!("the root: {}", paths::io_reason(&e))))?;
+    let dir = slot_dir(&root, spec)?.join("cache");
+    std::fs::create_dir_all(&dir).map_err(|e| serr(format!("{}: {e}", dir.display())))?;
+    Ok(dir.join(name))
 }
 
 /// `$TMPDIR/evident-UID/KEY`: one slot per (root, command), owned by this user alone.

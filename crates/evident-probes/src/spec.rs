@@ -132,6 +132,14 @@ pub struct CommandSpec {
     /// so a plugin installed or declared anywhere else never loads).
     #[serde(default)]
     pub plugins: Vec<String>,
+    /// Judge the run against the same command run at this revision (`@baseline`, a
+    /// branch, a commit), once per base and cached: every test that passed there must
+    /// pass now (observed as `regressed`, the count of those that did not), the test
+    /// files the runner collected there run at their base content, and tests the agent
+    /// added are reported apart (`added_tests`, `added_failed`). Needs the runner's
+    /// machine report (pytest, `go test -json`, or `junit`).
+    #[serde(default)]
+    pub base_tests: Option<String>,
 }
 
 /// Protected paths of a command: `protect = { base = "main", paths = ["tests/**"] }`.

@@ -5,6 +5,7 @@
 mod command;
 mod file;
 mod git;
+mod hermetic;
 mod http;
 mod postcondition;
 mod protect;
