@@ -53,6 +53,13 @@ pub enum Runner {
     Go,
     /// Read only the JUnit XML file named by `junit`.
     Junit,
+    /// Python unittest's verbose report (`python -m unittest -v`, Django's `runtests.py
+    /// -v 2`): the `test_x (pkg.mod.Class.test_x) ... ok` lines, cross-checked with the
+    /// closing `Ran N tests` and `OK` / `FAILED (failures=1)` lines.
+    Unittest,
+    /// A TAP 13/14 stream (`node --test`, tape, node-tap): `ok` / `not ok` test points,
+    /// `# SKIP` / `# TODO`, the plan `1..N`, subtests indented by 4 spaces.
+    Tap,
 }
 
 impl Runner {
@@ -64,6 +71,8 @@ impl Runner {
             Runner::Pytest => "pytest",
             Runner::Go => "go",
             Runner::Junit => "junit",
+            Runner::Unittest => "unittest",
+            Runner::Tap => "tap",
         }
     }
 }

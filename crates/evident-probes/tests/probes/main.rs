@@ -10,6 +10,7 @@ mod http;
 mod postcondition;
 mod protect;
 mod redis;
+mod runner_reports;
 mod runners;
 mod secrets;
 mod server;
