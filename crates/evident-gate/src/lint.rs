@@ -47,8 +47,27 @@ fn observed_type(source: &Source, key: &str) -> Option<&'static str> {
         (Source::Command(_), "exit_code") => int,
         (
             Source::Command(_),
-            "passed" | "failed" | "skipped" | "errors" | "deselected" | "xfailed" | "xpassed"
-            | "regressed" | "base_passed" | "base_failing" | "added_tests" | "added_failed",
+            "passed"
+            | "failed"
+            | "skipped"
+            | "errors"
+            | "deselected"
+            | "xfailed"
+            | "xpassed"
+            | "regressed"
+            | "base_passed"
+            | "base_failing"
+            | "added_tests"
+            | "added_failed"
+            | "subtests_passed"
+            | "subtests"
+            | "expected_failures"
+            | "unexpected_successes"
+            | "todo"
+            | "missing"
+            | "ignored"
+            | "filtered_out"
+            | "not_run",
         ) => int,
         (Source::Command(_), "ran" | "stdout_truncated" | "stderr_truncated") => boolean,
         (Source::Command(_), "stdout" | "stderr" | "runner" | "expected_runner") => string,

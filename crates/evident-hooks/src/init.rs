@@ -62,11 +62,17 @@ fn has_python_tests(root: &Path) -> bool {
 /// Does the project say it runs its tests with `python -m unittest` (and never names
 /// pytest)?
 fn uses_unittest(root: &Path) -> bool {
-    let text: String = ["tox.ini", "setup.cfg", "Makefile", "pyproject.toml", "noxfile.py"]
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(root.join(f)).ok())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text: String = [
+        "tox.ini",
+        "setup.cfg",
+        "Makefile",
+        "pyproject.toml",
+        "noxfile.py",
+    ]
+    .iter()
+    .filter_map(|f| std::fs::read_to_string(root.join(f)).ok())
+    .collect::<Vec<_>>()
+    .join("\n");
     text.contains("unittest") && !text.contains("pytest")
 }
 

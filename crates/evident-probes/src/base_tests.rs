@@ -245,10 +245,7 @@ fn compare(obj: &mut Object, base: &BaseResults, cases: &[Case], scrub: &Scrubbe
                 .collect(),
         )
     };
-    obj.insert(
-        "base_commit".into(),
-        Value::from(base.commit.clone()),
-    );
+    obj.insert("base_commit".into(), Value::from(base.commit.clone()));
     obj.insert("base_passed".into(), Value::from(base.passed.len() as u64));
     obj.insert("regressed".into(), Value::from(regressed.len() as u64));
     if !regressed.is_empty() {
@@ -260,7 +257,10 @@ fn compare(obj: &mut Object, base: &BaseResults, cases: &[Case], scrub: &Scrubbe
         obj.insert("base_failing_tests".into(), names(&failing));
     }
     obj.insert("added_tests".into(), Value::from(added.len() as u64));
-    obj.insert("added_failed".into(), Value::from(added_failed.len() as u64));
+    obj.insert(
+        "added_failed".into(),
+        Value::from(added_failed.len() as u64),
+    );
     if !added_failed.is_empty() {
         obj.insert("added_failed_tests".into(), names(&added_failed));
     }

@@ -44,8 +44,8 @@ pub mod summary;
 /// themselves (the close-out audit): one runner, not a copy per crate.
 pub use command::{Finished, Launch, Stream, resolve_program, run as run_command};
 pub use error::{Escape, ProbeError};
-pub use snapshot::digest_tree as environment_digest;
 pub use secret::{EnvRef, EnvValue, MIN_SCRUB_LEN, Scrubber, redact_url};
+pub use snapshot::digest_tree as environment_digest;
 pub use spec::{
     BrowserSpec, CommandSpec, DirectoryPostcondition, FileSpec, GitSpec, GithubPrSpec, HttpSpec,
     IgnoredFiles, JsonObjectPostcondition, Method, Postcondition, PrState, Protect, Redirects,

@@ -189,7 +189,11 @@ async fn open_repo(root: &Path, path_var: Option<&str>) -> Result<Option<Witness
 }
 
 /// A file of the slot's cache for `spec` run in `root` (the base's test results).
-pub(crate) fn cache_file(root: &Path, spec: &CommandSpec, name: &str) -> Result<PathBuf, ProbeError> {
+pub(crate) fn cache_file(
+    root: &Path,
+    spec: &CommandSpec,
+    name: &str,
+) -> Result<PathBuf, ProbeError> {
     let root = std::fs::canonicalize(root)
         .map_err(|e| serr(format!("the root: {}", paths::io_reason(&e))))?;
     let dir = slot_dir(&root, spec)?.join("cache");

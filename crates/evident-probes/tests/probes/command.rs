@@ -321,18 +321,29 @@ async fn no_shell_unless_asked() {
     assert!(!d.path().join("pwned").exists() && !d.path().join("pwned2").exists());
 }
 
+/// A file in /dev/shm (which a sandboxed run may write) unique to this test process.
+fn shm_file(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!(
+        "/dev/shm/evident-test-{}-{name}.pid",
+        std::process::id()
+    ))
+}
+
 #[tokio::test]
 async fn timeout_kills_the_whole_process_group() {
     let d = tempfile::tempdir().unwrap();
+    // The run writes only its snapshot and /dev (the sandbox): the pid comes out there.
+    let pid_file = shm_file("timeout");
     let c = ctx(d.path());
-    let s = src(
-        r#"{ command = { argv = ["sleep 30 & echo $! > bg.pid; sleep 30"], shell = true, timeout_s = 1 } }"#,
-    );
+    let s = src(&format!(
+        r#"{{ command = {{ argv = ["sleep 30 & echo $! > {}; sleep 30"], shell = true, timeout_s = 1 }} }}"#,
+        pid_file.display()
+    ));
     let t = Instant::now();
     let e = err(run(&s, &c, 60.0).await);
     assert_eq!(e, ProbeError::Timeout { limit_ms: 1000 });
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
-    let pid = std::fs::read_to_string(d.path().join("bg.pid")).unwrap();
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
     assert!(
         wait_dead(pid.trim()).await,
         "background child {pid} survived the timeout"
@@ -342,16 +353,18 @@ async fn timeout_kills_the_whole_process_group() {
 #[tokio::test]
 async fn leftover_background_processes_do_not_hold_the_probe() {
     let d = tempfile::tempdir().unwrap();
+    let pid_file = shm_file("leftover");
     let c = ctx(d.path());
     // The background sleep keeps stdout open; the probe must not wait 30 s for it.
-    let s = src(
-        r#"{ command = { argv = ["sleep 30 & echo $! > bg.pid; echo '1 passed in 0.01s'"], shell = true } }"#,
-    );
+    let s = src(&format!(
+        r#"{{ command = {{ argv = ["sleep 30 & echo $! > {}; echo '1 passed in 0.01s'"], shell = true }} }}"#,
+        pid_file.display()
+    ));
     let t = Instant::now();
     let o = ok(run(&s, &c, 20.0).await);
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert_eq!(o["ran"], json!(true));
-    let pid = std::fs::read_to_string(d.path().join("bg.pid")).unwrap();
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
     assert!(wait_dead(pid.trim()).await);
 }
 
@@ -364,22 +377,54 @@ async fn environment_is_not_inherited_and_secrets_are_scrubbed() {
     // tree, and with `keep_caches` only the first.
     let s = src(r#"{ command = { argv = ["/usr/bin/env"], capture_output = true } }"#);
     let o = ok(run(&s, &c, 5.0).await);
+    // Every path the gate sets lies in the run's slot, outside the tree.
+    let got = o["stdout"].as_str().unwrap().to_string();
+    let names: Vec<&str> = got.lines().map(|l| l.split('=').next().unwrap()).collect();
     assert_eq!(
-        o["stdout"],
-        json!("PYTHONDONTWRITEBYTECODE=1\nPYTHONNOUSERSITE=1\n")
+        names,
+        [
+            "CARGO_TARGET_DIR",
+            "CARGO_TERM_COLOR",
+            "NO_COLOR",
+            "PYTHONNOUSERSITE",
+            "PYTHONPYCACHEPREFIX",
+            "TMPDIR"
+        ],
+        "{got}"
     );
+    let uid = String::from_utf8(
+        std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let slot = std::env::temp_dir().join(format!("evident-{}", uid.trim()));
+    for l in got.lines().filter(|l| l.contains('/')) {
+        let v = l.split_once('=').unwrap().1;
+        assert!(std::path::Path::new(v).starts_with(&slot), "{l}");
+    }
     let s = src(
         r#"{ command = { argv = ["/usr/bin/env"], capture_output = true, keep_caches = true } }"#,
     );
     let o = ok(run(&s, &c, 5.0).await);
-    assert_eq!(o["stdout"], json!("PYTHONNOUSERSITE=1\n"));
+    assert!(
+        o["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("PYTHONNOUSERSITE=1\n")
+    );
     let s = src(
         r#"{ command = { argv = ["/usr/bin/env"], capture_output = true, keep_caches = true, inherit_env = ["EVIDENT_TEST_SECRET", "NOT_SET_IN_ENV_Q"], env = { MODE = "ci" } } }"#,
     );
     let o = ok(run(&s, &c, 5.0).await);
-    assert_eq!(
-        o["stdout"],
-        json!("EVIDENT_TEST_SECRET=***\nMODE=ci\nPYTHONNOUSERSITE=1\n")
+    let out = o["stdout"].as_str().unwrap();
+    assert!(
+        out.starts_with("CARGO_TARGET_DIR=")
+            && out.contains("\nEVIDENT_TEST_SECRET=***\nMODE=ci\n")
+            && !out.contains("NOT_SET_IN_ENV_Q"),
+        "{out}"
     );
     let s = src(
         r#"{ command = { argv = ["echo \"token=$TOKEN\" >&2"], shell = true, capture_output = true, env = { TOKEN = { env = "EVIDENT_TEST_SECRET" } } } }"#,
@@ -435,7 +480,12 @@ async fn junit_report_counts_and_staleness() {
         (o["passed"].clone(), o["skipped"].clone(), o["ran"].clone()),
         (json!(3), json!(1), json!(true))
     );
-    // The same file, not rewritten by the next run: stale.
+    // A report in the tree (the agent's), not rewritten by the run: stale.
+    write(
+        d.path(),
+        "junit.xml",
+        "<testsuites><testsuite name=\"a\" tests=\"4\" failures=\"0\" errors=\"0\" skipped=\"0\"/></testsuites>",
+    );
     let s =
         src(r#"{ command = { argv = ["true"], inherit_env = ["PATH"], junit = "junit.xml" } }"#);
     let e = err(run(&s, &c, 10.0).await);
@@ -508,12 +558,10 @@ async fn cwd_symlink_escape_refused() {
         5.0,
     )
     .await);
-    assert_eq!(
-        e,
-        ProbeError::PathEscape {
-            path: "up".into(),
-            via: Escape::Symlink
-        }
+    // The link leaves the tree: the snapshot refuses it before anything runs.
+    assert!(
+        e.to_string().contains("up is a symlink out of the tree"),
+        "{e}"
     );
     let e = err(run(
         &src(r#"{ command = { argv = ["true"], junit = "up/j.xml" } }"#),
@@ -522,7 +570,22 @@ async fn cwd_symlink_escape_refused() {
     )
     .await);
     assert!(
-        matches!(
+        e.to_string().contains("up is a symlink out of the tree"),
+        "{e}"
+    );
+    // A link inside the tree to a directory that escapes by `..` at run time: the
+    // working directory is resolved beneath the snapshot's root.
+    std::fs::remove_file(inner.join("up")).unwrap();
+    std::fs::create_dir(inner.join("sub")).unwrap();
+    std::os::unix::fs::symlink("sub", inner.join("ok")).unwrap();
+    let e = err(run(
+        &src(r#"{ command = { argv = ["true"], cwd = "nope" } }"#),
+        &c,
+        5.0,
+    )
+    .await);
+    assert!(
+        !matches!(
             e,
             ProbeError::PathEscape {
                 via: Escape::Symlink,

@@ -84,7 +84,11 @@ async fn stale_bytecode_beside_the_source_never_runs() {
     std::fs::create_dir_all(d.path().join("__pycache__")).unwrap();
     unchecked_pyc(d.path(), CALC_RIGHT, &pyc);
     let o = ok(run(&s, &c, 120.0).await);
-    assert_eq!((o["failed"].clone(), o["passed"].clone()), (json!(1), json!(0)), "{o:?}");
+    assert_eq!(
+        (o["failed"].clone(), o["passed"].clone()),
+        (json!(1), json!(0)),
+        "{o:?}"
+    );
     // Committed past .gitignore: claimed now, still never run.
     git(d.path(), &["add", "-f", &pyc, "calc.py"]);
     git(d.path(), &["commit", "-q", "-m", "agent"]);
@@ -94,7 +98,11 @@ async fn stale_bytecode_beside_the_source_never_runs() {
     // Honest twin: the right source verifies, the stale bytecode still left out.
     write(d.path(), "calc.py", CALC_RIGHT);
     let o = ok(run(&s, &c, 120.0).await);
-    assert_eq!((o["failed"].clone(), o["passed"].clone()), (json!(0), json!(1)), "{o:?}");
+    assert_eq!(
+        (o["failed"].clone(), o["passed"].clone()),
+        (json!(0), json!(1)),
+        "{o:?}"
+    );
     assert_eq!(o["snapshot"]["sandboxed"], json!(true), "{o:?}");
 }
 
@@ -115,7 +123,11 @@ async fn runner_config_in_a_subdirectory_comes_from_the_base() {
     write(d.path(), "calc.py", CALC_RIGHT);
     write(d.path(), "pytest.ini", "[pytest]\n");
     write(d.path(), "tests/test_calc.py", TEST_CALC);
-    write(d.path(), "tests/conftest.py", "import sys, os\nsys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))\n");
+    write(
+        d.path(),
+        "tests/conftest.py",
+        "import sys, os\nsys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))\n",
+    );
     git(d.path(), &["add", "."]);
     git(d.path(), &["commit", "-q", "-m", "base"]);
     let base = git(d.path(), &["rev-parse", "HEAD"]);
@@ -124,7 +136,11 @@ async fn runner_config_in_a_subdirectory_comes_from_the_base() {
     ));
     let c = ctx(d.path());
     write(d.path(), "calc.py", CALC_WRONG);
-    write(d.path(), "tests/pytest.ini", "[pytest]\naddopts = -p forge\n");
+    write(
+        d.path(),
+        "tests/pytest.ini",
+        "[pytest]\naddopts = -p forge\n",
+    );
     write(
         d.path(),
         "tests/forge.py",
@@ -134,7 +150,11 @@ async fn runner_config_in_a_subdirectory_comes_from_the_base() {
     assert_eq!(o["failed"], json!(1), "{o:?}");
     write(d.path(), "calc.py", CALC_RIGHT);
     let o = ok(run(&s, &c, 120.0).await);
-    assert_eq!((o["failed"].clone(), o["passed"].clone()), (json!(0), json!(1)), "{o:?}");
+    assert_eq!(
+        (o["failed"].clone(), o["passed"].clone()),
+        (json!(0), json!(1)),
+        "{o:?}"
+    );
 }
 
 /// Attack: a test of the agent's, imported first, rewrites the protected test before
@@ -169,7 +189,11 @@ async fn a_protected_test_rewritten_during_the_run_is_refused() {
     write(d.path(), "calc.py", CALC_RIGHT);
     write(d.path(), "test_aaa.py", "def test_mine():\n    pass\n");
     let o = ok(run(&s, &c, 120.0).await);
-    assert_eq!((o["failed"].clone(), o["passed"].clone()), (json!(0), json!(2)), "{o:?}");
+    assert_eq!(
+        (o["failed"].clone(), o["passed"].clone()),
+        (json!(0), json!(2)),
+        "{o:?}"
+    );
 }
 
 /// Attack: a source file that is a symlink out of the tree (hashed by its target's
@@ -192,7 +216,11 @@ async fn a_symlink_out_of_the_tree_is_refused() {
     std::fs::remove_file(d.path().join("calc.py")).unwrap();
     std::os::unix::fs::symlink(out.path().join("calc.py"), d.path().join("calc.py")).unwrap();
     let e = err(run(&s, &c, 120.0).await);
-    assert!(e.to_string().contains("calc.py is a symlink out of the tree"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("calc.py is a symlink out of the tree"),
+        "{e}"
+    );
     // Twin: the code moved into the tree, the module a relative link to it.
     std::fs::remove_file(d.path().join("calc.py")).unwrap();
     write(d.path(), "src/calc_impl.py", CALC_RIGHT);
@@ -225,7 +253,9 @@ async fn code_outside_the_tree_cannot_be_read() {
             outside.path().display().to_string()
         ),
     );
-    let s = src(r#"{ command = { argv = ["python3", "-m", "pytest", "-q"], inherit_env = ["PATH"], timeout_s = 120 } }"#);
+    let s = src(
+        r#"{ command = { argv = ["python3", "-m", "pytest", "-q"], inherit_env = ["PATH"], timeout_s = 120 } }"#,
+    );
     let c = ctx(d.path());
     let o = ok(run(&s, &c, 120.0).await);
     assert_eq!(o["failed"], json!(1), "{o:?}");
@@ -254,13 +284,19 @@ async fn network_is_off_unless_the_check_allows_it() {
     );
     write(d.path(), "net.py", &script);
     let c = ctx(d.path());
-    for (extra, want) in [("", "host unreachable"), (", network = true", "host reached")] {
+    for (extra, want) in [
+        ("", "host unreachable"),
+        (", network = true", "host reached"),
+    ] {
         let s = src(&format!(
             r#"{{ command = {{ argv = ["python3", "net.py"], inherit_env = ["PATH"], capture_output = true {extra} }} }}"#
         ));
         let o = ok(run(&s, &c, 60.0).await);
         let out = o["stdout"].as_str().unwrap();
-        assert!(out.contains("loopback ok") && out.contains(want), "{extra}: {o:?}");
+        assert!(
+            out.contains("loopback ok") && out.contains(want),
+            "{extra}: {o:?}"
+        );
     }
     drop(listener);
 }
@@ -280,10 +316,18 @@ async fn ignored_dependencies_come_in_only_when_declared_and_read_only() {
         "import sys\nsys.path.insert(0, 'deps')\nimport dep\nprint('value', dep.VALUE)\ntry:\n    open('deps/dep.py', 'a').write('VALUE = 8\\n')\n    print('wrote deps')\nexcept OSError:\n    print('deps read-only')\n",
     );
     let c = ctx(d.path());
-    let bare = src(r#"{ command = { argv = ["python3", "use.py"], inherit_env = ["PATH"], capture_output = true } }"#);
+    let bare = src(
+        r#"{ command = { argv = ["python3", "use.py"], inherit_env = ["PATH"], capture_output = true } }"#,
+    );
     let o = ok(run(&bare, &c, 60.0).await);
-    assert_ne!(o["exit_code"], json!(0), "undeclared deps were visible: {o:?}");
-    let declared = src(r#"{ command = { argv = ["python3", "use.py"], inherit_env = ["PATH"], capture_output = true, environment = ["deps"] } }"#);
+    assert_ne!(
+        o["exit_code"],
+        json!(0),
+        "undeclared deps were visible: {o:?}"
+    );
+    let declared = src(
+        r#"{ command = { argv = ["python3", "use.py"], inherit_env = ["PATH"], capture_output = true, environment = ["deps"] } }"#,
+    );
     let o = ok(run(&declared, &c, 60.0).await);
     let out = o["stdout"].as_str().unwrap();
     assert!(out.contains("value 7"), "{o:?}");
@@ -317,7 +361,9 @@ async fn a_stale_cargo_build_is_never_linked() {
         "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
     );
     let lib = |op: &str| {
-        format!("pub fn add(a: i32, b: i32) -> i32 {{ a {op} b }}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn adds() {{ assert_eq!(super::add(2, 3), 5); }}\n}}\n")
+        format!(
+            "pub fn add(a: i32, b: i32) -> i32 {{ a {op} b }}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn adds() {{ assert_eq!(super::add(2, 3), 5); }}\n}}\n"
+        )
     };
     write(d.path(), "src/lib.rs", &lib("+"));
     git(d.path(), &["add", "."]);
@@ -336,13 +382,23 @@ async fn a_stale_cargo_build_is_never_linked() {
         .unwrap()
         .set_modified(old)
         .unwrap();
-    let s = src(r#"{ command = { argv = ["cargo", "test", "--offline"], inherit_env = ["PATH", "HOME", "CARGO_HOME", "RUSTUP_HOME"], timeout_s = 300 } }"#);
+    let s = src(
+        r#"{ command = { argv = ["cargo", "test", "--offline"], inherit_env = ["PATH", "HOME", "CARGO_HOME", "RUSTUP_HOME"], timeout_s = 300 } }"#,
+    );
     let c = ctx(d.path());
     let o = ok(run(&s, &c, 300.0).await);
-    assert_eq!((o["failed"].clone(), o["passed"].clone()), (json!(1), json!(0)), "{o:?}");
+    assert_eq!(
+        (o["failed"].clone(), o["passed"].clone()),
+        (json!(1), json!(0)),
+        "{o:?}"
+    );
     write(d.path(), "src/lib.rs", &lib("+"));
     let o = ok(run(&s, &c, 300.0).await);
-    assert_eq!((o["failed"].clone(), o["passed"].clone()), (json!(0), json!(1)), "{o:?}");
+    assert_eq!(
+        (o["failed"].clone(), o["passed"].clone()),
+        (json!(0), json!(1)),
+        "{o:?}"
+    );
 }
 
 /// Honest work the text summary missed: the project's `addopts = --color=yes`, and a
@@ -359,7 +415,11 @@ async fn counts_come_from_pytests_report_whatever_it_prints() {
     }
     let d = tempfile::tempdir().unwrap();
     git(d.path(), &["init", "-q", "-b", "main"]);
-    write(d.path(), "pytest.ini", "[pytest]\naddopts = --color=yes -p no:terminal\n");
+    write(
+        d.path(),
+        "pytest.ini",
+        "[pytest]\naddopts = --color=yes -p no:terminal\n",
+    );
     write(d.path(), "calc.py", CALC_RIGHT);
     write(d.path(), "test_calc.py", TEST_CALC);
     write(
@@ -367,11 +427,17 @@ async fn counts_come_from_pytests_report_whatever_it_prints() {
         "test_skip.py",
         "import pytest\n\ndef test_later():\n    pytest.skip('not now')\n\ndef test_xf():\n    pytest.xfail('not yet')\n",
     );
-    let s = src(r#"{ command = { argv = ["python3", "-m", "pytest", "-q"], inherit_env = ["PATH"], timeout_s = 120 } }"#);
+    let s = src(
+        r#"{ command = { argv = ["python3", "-m", "pytest", "-q"], inherit_env = ["PATH"], timeout_s = 120 } }"#,
+    );
     let o = ok(run(&s, &ctx(d.path()), 120.0).await);
     assert_eq!(o["runner"], json!("pytest"), "{o:?}");
     assert_eq!(
-        (o["passed"].clone(), o["skipped"].clone(), o["xfailed"].clone()),
+        (
+            o["passed"].clone(),
+            o["skipped"].clone(),
+            o["xfailed"].clone()
+        ),
         (json!(1), json!(2), json!(1)),
         "{o:?}"
     );

@@ -51,7 +51,8 @@ async fn copy_has_the_tree_with_protected_paths_at_base() {
     let (listing, rest) = out.split_once("---\n").unwrap();
     assert_eq!(
         listing,
-        ".\n./.gitignore\n./build\n./build/out.bin\n./conftest.py\n./notes.txt\n./src\n./src/app.py\n./src_link\n./tests\n./tests/helpers\n./tests/helpers/h.py\n./tests/test_a.py\n"
+        // The ignored build/out.bin is not in the snapshot: only the claimed tree is.
+        ".\n./.gitignore\n./conftest.py\n./notes.txt\n./src\n./src/app.py\n./src_link\n./tests\n./tests/helpers\n./tests/helpers/h.py\n./tests/test_a.py\n"
     );
     assert_eq!(rest, "base test\n---\nagent app\n");
     assert_eq!(o["protect_base"], json!(base));
@@ -88,13 +89,20 @@ async fn symlinks_cannot_smuggle_protected_paths() {
     let s = src(
         r#"{ command = { argv = ["ls tests; cat tests/*; ls pkg 2>&1 | head -1"], shell = true, inherit_env = ["PATH"], capture_output = true, protect = { base = "main", paths = ["tests/**", "**/conftest.py"] } } }"#,
     );
+    // A link out of the tree is refused outright (the snapshot holds only the tree).
+    let e = err(run(&s, &ctx(r), 30.0).await);
+    assert!(
+        e.to_string().contains("pkg is a symlink out of the tree"),
+        "{e}"
+    );
+    std::fs::remove_file(r.join("pkg")).unwrap();
     let o = ok(run(&s, &ctx(r), 30.0).await);
     let out = o["stdout"].as_str().unwrap();
     assert!(out.starts_with("test_a.py\nbase\n"), "{out}");
     assert!(!out.contains("forged"), "{out}");
     assert!(
         out.contains("No such file"),
-        "the pkg link is left out: {out}"
+        "no pkg in the snapshot: {out}"
     );
 }
 
@@ -119,7 +127,7 @@ async fn protect_errors() {
     let e = err(run(&s, &c, 10.0).await);
     assert_eq!(
         e.to_string(),
-        "protected run: base \"no-such-branch\" is not a commit of the repository"
+        "protected run: base \"no-such-branch\" is not a commit of the repository; hint: in CI, fetch it first (actions/checkout with `fetch-depth: 0`, or `git fetch origin BASE`)"
     );
     for bad in [
         r#"{ command = { argv = ["true"], protect = { base = "main", paths = [] } } }"#,
@@ -373,14 +381,18 @@ async fn protect_refuses_deep_trees_short_bases_and_config_above_the_copy() {
     // An abbreviated id is refused.
     let e = err(run(&with_base(&full[..7]), &c, 20.0).await);
     assert!(e.to_string().contains("abbreviated"), "{e}");
-    // A tree nested 1,000 deep: an error, not a stack overflow.
+    // A tree nested 1,000 deep: copied from git's listing (no recursion), no stack
+    // overflow.
     let mut deep = r.to_path_buf();
     for _ in 0..1000 {
         deep.push("d");
     }
     std::fs::create_dir_all(&deep).unwrap();
-    let e = err(run(&with_base(&full), &c, 60.0).await);
-    assert!(e.to_string().contains("deeper than"), "{e}");
+    write(&deep, "leaf.txt", "leaf\n");
+    assert_eq!(
+        ok(run(&with_base(&full), &c, 60.0).await)["stdout"],
+        json!("a\n")
+    );
     std::fs::remove_dir_all(r.join("d")).unwrap();
     // (Runner config above the scratch copy: the unit test in src/protect.rs.)
 }
@@ -535,6 +547,7 @@ async fn a_protected_run_that_writes_the_real_tree_is_refused() {
     assert_eq!(o["exit_code"], json!(0));
     assert!(!r.join("out.txt").exists() && !r.join("build").exists());
     let real = r.display().to_string();
+    let sandboxed = evident_probes::sandbox::landlock_abi() > 0;
     for (script, named) in [
         (
             format!("echo x > {real}/escaped.txt"),
@@ -546,6 +559,15 @@ async fn a_protected_run_that_writes_the_real_tree_is_refused() {
         ),
         (format!("rm {real}/tests/t.txt"), "tests/t.txt (removed)"),
     ] {
+        if sandboxed {
+            // The sandbox denies the write itself: the command fails, the tree is as
+            // it was.
+            let before = crate::runners::snapshot(r);
+            let o = ok(run(&with(&script), &c, 20.0).await);
+            assert_ne!(o["exit_code"], json!(0), "{script}: {o:?}");
+            assert_eq!(crate::runners::snapshot(r), before, "{script}");
+            continue;
+        }
         let e = err(run(&with(&script), &c, 20.0).await);
         let text = e.to_string();
         assert!(

@@ -446,10 +446,12 @@ async fn same_checks_twice_same_result() {
     assert_eq!(rounds[1], rounds[0]);
     assert_eq!(git(d.path(), &["status", "--porcelain", "--ignored"]), "");
 
-    // With `keep_caches` the contract opts out, and pytest leaves its traces.
+    // With `keep_caches` pytest's cache stays on — in the snapshot: the tree is
+    // never written.
     let keep = pytest_src(", keep_caches = true");
     ok(run(&keep, &c, 120.0).await);
-    assert!(d.path().join("__pycache__").exists());
+    assert!(!d.path().join("__pycache__").exists());
+    assert!(!d.path().join(".pytest_cache").exists());
 }
 
 /// The forged suite of captured output: a test prints a JUnit document inside its
