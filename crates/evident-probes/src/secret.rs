@@ -1,8 +1,10 @@
 //! Secrets come from the environment by name and never leave in output: every value a
 //! probe reads from the environment is registered with a [`Scrubber`], which replaces
-//! it in error messages and captured output; URLs are printed with their password
-//! replaced.
+//! it in error messages and captured output, as it is and in any encoding it reads
+//! (percent, backslash and shell escapes, hex, base64); URLs are printed with their
+//! password replaced.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
@@ -158,10 +160,23 @@ fn conn_pairs(s: &str) -> Vec<(String, String)> {
     out
 }
 
-/// The shortest secret whose encodings (hex, base64) are scrubbed too.
+/// The shortest secret looked for in decoded hex and base64 too: shorter ones would be
+/// found by chance in any blob (one byte in every few hundred of random data).
 pub const MIN_ENCODED_LEN: usize = 8;
 
-/// The secrets one observation has touched; replaces each with `***`.
+/// Texts are searched in parts of about this size (a decoding of one is held whole).
+const SEARCH_PART: usize = 1 << 20;
+
+/// Encoded text per byte of a secret that [`Scrubber::safe_cut`] keeps whole: the
+/// longest escape of one byte is `\U0000XXXX` (10), percent-encoded as a URL holds it
+/// `%5CU0000XXXX` (12). Longer spellings (each character of an escape encoded again,
+/// empty quotes spliced in without end) are still found by [`Scrubber::scrub`], but a
+/// cut far enough from their start may split them.
+const ENCODED_REACH: usize = 12;
+
+/// The secrets one observation has touched; replaces each with `***`, wherever it
+/// appears as it is or encoded: the output is decoded, not the secrets encoded (see
+/// [`Scrubber::scrub`]).
 #[derive(Debug, Default, Clone)]
 pub struct Scrubber {
     secrets: Vec<String>,
@@ -173,35 +188,7 @@ impl Scrubber {
     /// program may print the password alone, or the URL re-encoded).
     pub fn add(&mut self, secret: &str) {
         self.add_min(secret, MIN_SCRUB_LEN);
-        self.add_encodings(secret);
         self.add_parts(secret);
-    }
-
-    /// The secret as the agent's code might print it to slip past an exact match: hex
-    /// (either case) and base64 (standard and URL-safe, at each of the three byte
-    /// alignments it can have inside a longer encoded text, keeping only the groups the
-    /// secret alone decides). Only for secrets of at least [`MIN_ENCODED_LEN`] bytes,
-    /// so an encoding never matches ordinary text by chance.
-    fn add_encodings(&mut self, secret: &str) {
-        use base64::Engine as _;
-        let bytes = secret.as_bytes();
-        if bytes.len() < MIN_ENCODED_LEN {
-            return;
-        }
-        self.add_min(&hex::encode(bytes), MIN_ENCODED_LEN);
-        self.add_min(&hex::encode_upper(bytes), MIN_ENCODED_LEN);
-        for engine in [
-            &base64::engine::general_purpose::STANDARD_NO_PAD,
-            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
-        ] {
-            for skip in 0..3 {
-                let rest = &bytes[skip..];
-                let whole = rest.len() / 3 * 3;
-                if whole >= 6 {
-                    self.add_min(&engine.encode(&rest[..whole]), MIN_ENCODED_LEN);
-                }
-            }
-        }
     }
 
     /// Register a URL read from the environment: the whole URL, its password raw and
@@ -276,7 +263,6 @@ impl Scrubber {
             // `Authorization: Bearer <token>`: the server the header is sent to may echo
             // the token alone, without its scheme; Basic's password may come back decoded.
             self.add_credential(credentials);
-            self.add_encodings(credentials);
             if scheme.eq_ignore_ascii_case("basic") {
                 self.add_basic(credentials);
             }
@@ -329,8 +315,6 @@ impl Scrubber {
         if let Ok(d) = percent_decode(user) {
             self.add_min(&d, MIN_USER_TOKEN_LEN);
         }
-        self.add_encodings(user);
-        self.add_encodings(&format!("{user}:"));
     }
 
     /// Basic credentials: base64 of `user:password`; the decoded pair and the password.
@@ -362,50 +346,66 @@ impl Scrubber {
         self.secrets.is_empty()
     }
 
-    /// [`Scrubber::scrub`] over bytes: each valid UTF-8 run is scrubbed, other bytes
-    /// are kept as they are, so a text holding no secret comes back byte for byte.
+    /// [`Scrubber::scrub`] over bytes: the secrets found are replaced, every other byte
+    /// (invalid UTF-8 included) is kept as it is, so a text holding no secret comes back
+    /// byte for byte.
     pub fn scrub_bytes(&self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(bytes.len());
-        for chunk in bytes.utf8_chunks() {
-            let valid = chunk.valid();
-            if self.secrets.iter().any(|s| valid.contains(s.as_str())) {
-                out.extend_from_slice(self.scrub(valid).as_bytes());
-            } else {
-                out.extend_from_slice(valid.as_bytes());
-            }
-            out.extend_from_slice(chunk.invalid());
+        if self.secrets.is_empty() {
+            return bytes.to_vec();
         }
-        out
+        replace(bytes, self.find_all(bytes, Mode::Scrub).replace)
     }
 
     /// Where an unfinished text may be cut and scrubbed apart from what follows: as
-    /// near its end as possible (`len - longest secret`, so a secret starting later
-    /// may still be incomplete), moved back before any secret that would straddle it.
-    /// `None` when no cut is needed or none is found near the end.
+    /// near its end as possible (`len - reach`, the reach being the longest secret's
+    /// length times [`ENCODED_REACH`], so a secret starting later, encoded or not, may
+    /// still be incomplete), moved back before any secret that would straddle it, in
+    /// any encoding: before the whole hex or base64 run holding one where that is near
+    /// enough, else before the characters that encode it. `None` when no cut is needed
+    /// or none is found near the end.
     pub fn safe_cut(&self, bytes: &[u8]) -> Option<usize> {
-        let longest = self.secrets.first().map_or(0, String::len);
-        let mut cut = bytes.len().checked_sub(longest.max(1))?;
-        let floor = cut / 2;
-        'again: loop {
-            let from = cut.saturating_sub(longest);
-            let window = &bytes[from..(cut + longest).min(bytes.len())];
-            for s in &self.secrets {
-                let s = s.as_bytes();
-                if let Some(p) = window
-                    .windows(s.len())
-                    .enumerate()
-                    .map(|(i, _)| from + i)
-                    .find(|&p| p < cut && p + s.len() > cut && bytes[p..].starts_with(s))
-                {
-                    if p <= floor {
-                        // A pathological run of overlapping secrets: cut anyway.
-                        return Some(bytes.len() - longest);
-                    }
-                    cut = p;
-                    continue 'again;
-                }
+        let start = bytes.len().checked_sub(self.reach())?;
+        let floor = start / 2;
+        let cut = self
+            .cut_before(bytes, start, floor, true)
+            .or_else(|| self.cut_before(bytes, start, floor, false))
+            // A pathological run of overlapping secrets: cut anyway.
+            .unwrap_or(start);
+        (cut > 0).then_some(cut)
+    }
+
+    /// Bytes of text an encoded secret can span (and a little more for base64's groups).
+    fn reach(&self) -> usize {
+        self.secrets.first().map_or(0, String::len) * ENCODED_REACH + 16
+    }
+
+    /// The last cut at or before `cut` that no secret straddles (with `soft`, no hex or
+    /// base64 run holding one either); `None` when it would be at or before `floor`.
+    fn cut_before(&self, bytes: &[u8], mut cut: usize, floor: usize, soft: bool) -> Option<usize> {
+        let reach = self.reach();
+        loop {
+            // A secret straddling `cut` starts at most `reach` before it and ends at most
+            // `reach` after it; the window holds it whole.
+            let from = cut.saturating_sub(2 * reach);
+            let to = (cut + reach).min(bytes.len());
+            let found = self.search(&bytes[from..to], Mode::Guard);
+            let soft = if soft { &found.soft[..] } else { &[] };
+            while let Some(p) = found
+                .hard
+                .iter()
+                .chain(soft)
+                .filter(|&&(s, e)| from + s < cut && from + e > cut)
+                .map(|&(s, _)| from + s)
+                .min()
+            {
+                cut = p;
             }
-            return (cut > 0).then_some(cut);
+            if cut <= floor {
+                return None;
+            }
+            if from == 0 || cut >= from + reach {
+                return Some(cut);
+            }
         }
     }
 
@@ -453,67 +453,1119 @@ impl Scrubber {
     }
 
     /// Scrub text that was cut at a size limit: a secret cut in half at the end is
-    /// removed too, so not even its first characters show.
+    /// removed too, in any encoding the scrubber reads (an escape cut short after it
+    /// included), so not even its first characters show.
     pub fn scrub_cut(&self, text: &str) -> String {
-        let mut out = self.scrub(text);
-        for s in &self.secrets {
-            let cut = (MIN_SCRUB_LEN.saturating_sub(1)..s.len())
-                .rev()
-                .filter(|&k| k > 0 && s.is_char_boundary(k))
-                .find(|&k| out.ends_with(&s[..k]));
-            if let Some(k) = cut {
-                out.truncate(out.len() - k);
-                out.push_str("***");
+        if self.secrets.is_empty() {
+            return text.to_string();
+        }
+        let found = self.find_all(text.as_bytes(), Mode::Cut);
+        let mut ranges = found.replace;
+        ranges.extend(found.tail.map(|t| (t, text.len())));
+        replace_str(text, ranges)
+    }
+
+    /// Replaces each registered secret in `text` with `***` (a short one only standing
+    /// alone), as it is and as the text encodes it. The text is decoded, not the secrets
+    /// encoded: it is read as written, and also with its escapes decoded —
+    /// percent-encoding (`%XX` in either case with any set of bytes left literal,
+    /// `%uXXXX`, and `+` as a space), backslash escapes (JSON's `\uXXXX` with surrogate
+    /// pairs and `\"` `\\` `\/` `\n`…, C's and Python's `\xHH`, octal, `\UXXXXXXXX`,
+    /// JavaScript's `\u{…}`), HTML character references (`&#64;`, `&#x40;`, `&quot;`),
+    /// shell words (backslashes, `'…'` and `"…"` with splicing such as `'a'\''b'`, and
+    /// `$'…'`), and two layers (escapes or percent-encoding twice or mixed, escapes in
+    /// character references); and each run of hex (either case) or base64 (standard or
+    /// URL-safe, padded or not, wrapped at a fixed width) is decoded at each alignment. Where a decoding holds a secret, the characters that
+    /// encode it are replaced — for hex and base64 the whole run, as its neighbours carry
+    /// bits of the secret. Hex and base64 are read for secrets of [`MIN_ENCODED_LEN`]
+    /// bytes or more; a secret shorter than [`MIN_SCRUB_LEN`] counts only where it
+    /// stands alone in the decoded text too.
+    pub fn scrub(&self, text: &str) -> String {
+        if self.secrets.is_empty() {
+            return text.to_string();
+        }
+        replace_str(text, self.find_all(text.as_bytes(), Mode::Scrub).replace)
+    }
+
+    /// [`Scrubber::search`] of a text of any size: one larger than [`SEARCH_PART`] is
+    /// searched in parts cut where no secret straddles ([`Scrubber::safe_cut`]), so
+    /// that its decodings are never held all at once.
+    fn find_all(&self, src: &[u8], mode: Mode) -> Found {
+        let mut found = Found::default();
+        let mut at = 0;
+        while src.len() - at > 2 * SEARCH_PART {
+            let Some(cut) = self.safe_cut(&src[at..at + SEARCH_PART]) else {
+                break;
+            };
+            let part = self.search(&src[at..at + cut], Mode::Scrub);
+            found
+                .replace
+                .extend(part.replace.iter().map(|&(s, e)| (at + s, at + e)));
+            at += cut;
+        }
+        let last = self.search(&src[at..], mode);
+        found
+            .replace
+            .extend(last.replace.iter().map(|&(s, e)| (at + s, at + e)));
+        found.tail = last.tail.map(|t| at + t);
+        found
+    }
+
+    /// Every secret in `src`, read as it is and decoded.
+    fn search(&self, src: &[u8], mode: Mode) -> Found {
+        let mut search = Search::new(&self.secrets, src, mode);
+        if search.needles.is_empty() || src.is_empty() {
+            return search.found;
+        }
+        let raw = View {
+            bytes: Cow::Borrowed(src),
+            pieces: Vec::new(),
+            parent: None,
+        };
+        search.view(&raw, true);
+        for decoder in [
+            Decoder::Unescape,
+            Decoder::Percent,
+            Decoder::Form,
+            Decoder::Shell,
+            Decoder::Html,
+        ] {
+            let Some(once) = decoder.decode(&raw, None) else {
+                continue;
+            };
+            search.view(&once, decoder.reads_runs());
+            for &then in decoder.then() {
+                // A secret only the second layer shows holds escapes of both: the same
+                // encoding twice starts at a decoded byte (`%2540`, `\\u0041`); two
+                // encodings mixed (`%40` and `\/`) lie near one of the first.
+                let near = if then == decoder {
+                    once.escapes()
+                } else {
+                    once.windows(search.longest * ENCODED_REACH)
+                };
+                if let Some(twice) = then.decode(&once, Some(&near)) {
+                    search.view(&twice, then.reads_runs());
+                }
+            }
+        }
+        search.found
+    }
+}
+
+/// `bytes` with each range replaced by `***`; overlapping ranges become one.
+fn replace(bytes: &[u8], mut ranges: Vec<(usize, usize)>) -> Vec<u8> {
+    if ranges.is_empty() {
+        return bytes.to_vec();
+    }
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (s, e) in ranges {
+        match merged.last_mut() {
+            Some(last) if s < last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    for (s, e) in merged {
+        out.extend_from_slice(&bytes[at..s]);
+        out.extend_from_slice(b"***");
+        at = e;
+    }
+    out.extend_from_slice(&bytes[at..]);
+    out
+}
+
+/// [`replace`] in a string, each range widened to whole characters.
+fn replace_str(text: &str, ranges: Vec<(usize, usize)>) -> String {
+    let ranges = ranges
+        .into_iter()
+        .map(|(mut s, mut e)| {
+            while !text.is_char_boundary(s) {
+                s -= 1;
+            }
+            while !text.is_char_boundary(e) {
+                e += 1;
+            }
+            (s, e)
+        })
+        .collect();
+    match String::from_utf8(replace(text.as_bytes(), ranges)) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
+
+/// What a search is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// What to replace.
+    Scrub,
+    /// That, and where the beginning of a secret ends the text (cut there).
+    Cut,
+    /// Where no cut may fall: every occurrence, of a short secret too.
+    Guard,
+}
+
+/// Ranges of the searched text.
+#[derive(Debug, Default)]
+struct Found {
+    /// To replace by `***`.
+    replace: Vec<(usize, usize)>,
+    /// Guard: the characters that hold a secret (a short one with its neighbours).
+    hard: Vec<(usize, usize)>,
+    /// Guard: the whole hex or base64 run holding a secret.
+    soft: Vec<(usize, usize)>,
+    /// Cut: where the beginning of a secret, running to the end, starts.
+    tail: Option<usize>,
+}
+
+/// A secret looked for.
+struct Needle<'a> {
+    text: &'a str,
+    /// Shorter than [`MIN_SCRUB_LEN`]: only where it stands alone.
+    short: bool,
+}
+
+impl Needle<'_> {
+    fn bytes(&self) -> &[u8] {
+        self.text.as_bytes()
+    }
+
+    /// Looked for in decoded hex and base64 too.
+    fn encoded(&self) -> bool {
+        self.text.len() >= MIN_ENCODED_LEN
+    }
+
+    /// The longest beginning of the secret (3 bytes or more, whole characters, not all
+    /// of it) that `hay` ends with.
+    fn cut_at_end(&self, hay: &[u8]) -> Option<usize> {
+        (MIN_SCRUB_LEN.saturating_sub(1)..self.text.len())
+            .rev()
+            .filter(|&k| k > 0 && self.text.is_char_boundary(k))
+            .find(|&k| hay.ends_with(&self.bytes()[..k]))
+    }
+}
+
+/// One search of a text: the secrets, and what was found so far.
+struct Search<'a> {
+    src: &'a [u8],
+    needles: Vec<Needle<'a>>,
+    /// The first bytes of the secrets, of all and of those looked for in hex and base64.
+    first: ByteSet,
+    first_encoded: ByteSet,
+    /// The shortest secret looked for in hex and base64 (0: none is).
+    min_encoded: usize,
+    /// The longest secret.
+    longest: usize,
+    mode: Mode,
+    found: Found,
+}
+
+impl<'a> Search<'a> {
+    fn new(secrets: &'a [String], src: &'a [u8], mode: Mode) -> Self {
+        let needles: Vec<Needle> = secrets
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| Needle {
+                text: s,
+                short: s.len() < MIN_SCRUB_LEN,
+            })
+            .collect();
+        let mut first = ByteSet::of(b"");
+        let mut first_encoded = ByteSet::of(b"");
+        let mut min_encoded = 0;
+        for n in &needles {
+            let b = n.bytes()[0];
+            first.add(b);
+            if n.encoded() {
+                first_encoded.add(b);
+                min_encoded = match min_encoded {
+                    0 => n.text.len(),
+                    m => n.text.len().min(m),
+                };
+            }
+        }
+        let longest = needles.iter().map(|n| n.text.len()).max().unwrap_or(0);
+        Search {
+            src,
+            longest,
+            needles,
+            first,
+            first_encoded,
+            min_encoded,
+            mode,
+            found: Found::default(),
+        }
+    }
+
+    /// Is the text past byte `e` of `v` empty, or only an escape cut short (`%4`,
+    /// `\u00`, `&#6`)?
+    fn ends_text(&self, v: &View, e: usize) -> bool {
+        let rest = &self.src[v.source(e - 1, e).1..];
+        let whole = |e: Option<Escape>| e.is_some_and(|e| e.len == rest.len());
+        rest.is_empty()
+            || (rest.len() < ENCODED_REACH
+                && matches!(rest[0], b'%' | b'\\' | b'&')
+                && !whole(percent(rest, 0, false))
+                && !whole(c_escape(rest, 0))
+                && !whole(entity(rest, 0)))
+    }
+
+    /// Look for the secrets in one reading of the text, and in its hex and base64 runs
+    /// (`runs`).
+    fn view(&mut self, v: &View, runs: bool) {
+        let hay: &[u8] = &v.bytes;
+        let mode = self.mode;
+        let found = &mut self.found;
+        for (from, to) in v.windows(self.longest) {
+            find(&hay[from..to], &self.needles, &self.first, false, |a, n| {
+                let a = from + a;
+                let b = a + n.text.len();
+                if mode == Mode::Guard {
+                    // A short secret with its neighbours, which decide whether it stands
+                    // alone.
+                    let (a, b) = if n.short {
+                        (a.saturating_sub(4), (b + 4).min(hay.len()))
+                    } else {
+                        (a, b)
+                    };
+                    found.hard.push(v.source(a, b));
+                } else if !n.short || alone(hay, a, b) {
+                    found.replace.push(v.source(a, b));
+                }
+            });
+        }
+        if mode == Mode::Cut {
+            // The beginning of a secret at the end (before an escape cut short).
+            for e in (hay.len().saturating_sub(ENCODED_REACH)..=hay.len()).rev() {
+                if e == 0 || !self.ends_text(v, e) {
+                    continue;
+                }
+                for n in &self.needles {
+                    if let Some(k) = n.cut_at_end(&hay[..e]) {
+                        let start = v.source(e - k, e).0;
+                        self.found.tail = Some(self.found.tail.map_or(start, |t| t.min(start)));
+                    }
+                }
+            }
+        }
+        if runs && self.min_encoded > 0 {
+            self.runs(v, Alphabet::Base64);
+            self.runs(v, Alphabet::Hex);
+        }
+    }
+
+    /// Each run of `alphabet` long enough to hold a secret, decoded at each alignment.
+    /// In a decoding, only the runs that hold a decoded byte: the others read there as
+    /// in its parent.
+    fn runs(&mut self, v: &View, alphabet: Alphabet) {
+        let hay: &[u8] = &v.bytes;
+        let values = alphabet.values();
+        let is = |b: u8| values[usize::from(b)] != 0xFF;
+        let mut run = Run::default();
+        let mut buf = Vec::new();
+        // Runs too short to hold a secret are passed over without being read: one that
+        // is not the first line of a wrapped run nor at the end of a cut text.
+        let min = alphabet.chars_for(self.min_encoded).min(16);
+        let cut = self.mode == Mode::Cut;
+        let short = |start: usize, end: usize| end - start < min && (end < hay.len() || !cut);
+        if v.parent.is_none() {
+            let mut i = 0;
+            while i < hay.len() {
+                if !is(hay[i]) {
+                    i += 1;
+                    continue;
+                }
+                let mut end = i;
+                while end < hay.len() && is(hay[end]) {
+                    end += 1;
+                }
+                if short(i, end) {
+                    i = end;
+                    continue;
+                }
+                i = run.read(hay, i, alphabet);
+                self.run(v, alphabet, &run, &mut buf);
+            }
+            return;
+        }
+        let mut read_to = 0;
+        // The piece the run being read starts in (runs are read in order).
+        let mut piece = 0;
+        for edge in v.edges() {
+            for at in [edge.wrapping_sub(1), edge] {
+                if at < read_to || at >= hay.len() || !is(hay[at]) {
+                    continue;
+                }
+                let (mut start, mut end) = (at, at);
+                while start > 0 && is(hay[start - 1]) {
+                    start -= 1;
+                }
+                while end < hay.len() && is(hay[end]) {
+                    end += 1;
+                }
+                if short(start, end) {
+                    read_to = end;
+                    continue;
+                }
+                read_to = run.read(hay, start, alphabet);
+                while v.pieces.get(piece + 1).is_some_and(|p| p.at <= start) {
+                    piece += 1;
+                }
+                let next = v.pieces.get(piece + 1).map_or(hay.len(), |p| p.at);
+                if !(v.pieces[piece].literal && read_to <= next) {
+                    self.run(v, alphabet, &run, &mut buf);
+                }
+            }
+        }
+    }
+
+    /// One run, if long enough, decoded from each of its first characters in turn.
+    fn run(&mut self, v: &View, alphabet: Alphabet, run: &Run, buf: &mut Vec<u8>) {
+        let n = run.chars.len();
+        let at_end = self.mode == Mode::Cut && self.ends_text(v, run.end);
+        if n < alphabet.chars_for(self.min_encoded) && !(at_end && n >= 4) {
+            return;
+        }
+        let whole = v.source(run.start, run.end);
+        for offset in 0..alphabet.group().min(n) {
+            alphabet.decode(&run.chars[offset..], buf);
+            let mode = self.mode;
+            let found = &mut self.found;
+            let mut hit = false;
+            find(
+                buf,
+                &self.needles,
+                &self.first_encoded,
+                true,
+                |a, needle| {
+                    hit = true;
+                    if mode == Mode::Guard {
+                        let (c, d) = alphabet.holding(a, a + needle.text.len(), n - offset);
+                        let (c, d) = (run.position(offset + c), run.position(offset + d - 1) + 1);
+                        found.hard.push(v.source(c, d));
+                        found.soft.push(whole);
+                    } else {
+                        found.replace.push(whole);
+                    }
+                },
+            );
+            if at_end
+                && self
+                    .needles
+                    .iter()
+                    .any(|n| n.encoded() && n.cut_at_end(buf).is_some())
+            {
+                self.found.tail = Some(self.found.tail.map_or(whole.0, |t| t.min(whole.0)));
+            }
+            if hit && mode == Mode::Scrub {
+                return;
+            }
+        }
+    }
+}
+
+/// A run of hex or base64: its characters, and where they are.
+#[derive(Default)]
+struct Run {
+    /// The run, `=` padding included.
+    start: usize,
+    end: usize,
+    /// Its characters, without line breaks or padding.
+    chars: Vec<u8>,
+    /// Where its lines (one, unless wrapped) are.
+    lines: Vec<(usize, usize)>,
+}
+
+impl Run {
+    /// Read the run starting at `hay[start]`; returns where it ends. Lines of one
+    /// width, a multiple of the group, continue a run (wrapped base64, `xxd -p`).
+    fn read(&mut self, hay: &[u8], start: usize, alphabet: Alphabet) -> usize {
+        let values = alphabet.values();
+        let is = |b: u8| values[usize::from(b)] != 0xFF;
+        self.start = start;
+        self.chars.clear();
+        self.lines.clear();
+        let mut i = start;
+        let mut width = 0;
+        self.end = loop {
+            let line = i;
+            while i < hay.len() && is(hay[i]) {
+                i += 1;
+            }
+            self.chars.extend_from_slice(&hay[line..i]);
+            self.lines.push((line, i));
+            if alphabet == Alphabet::Base64 {
+                let padded = hay[i..].iter().take(2).take_while(|&&b| b == b'=').count();
+                if padded > 0 {
+                    break i + padded;
+                }
+            }
+            let newline = match &hay[i..] {
+                [b'\n', ..] => 1,
+                [b'\r', b'\n', ..] => 2,
+                _ => 0,
+            };
+            let len = i - line;
+            let wrapped = newline > 0
+                && len >= 16
+                && len.is_multiple_of(alphabet.group())
+                && (width == 0 || width == len)
+                && hay.get(i + newline).is_some_and(|&b| is(b));
+            if !wrapped {
+                break i;
+            }
+            width = len;
+            i += newline;
+        };
+        self.end
+    }
+
+    /// Where character `k` of the run is.
+    fn position(&self, mut k: usize) -> usize {
+        for &(from, to) in &self.lines {
+            if k < to - from {
+                return from + k;
+            }
+            k -= to - from;
+        }
+        self.end
+    }
+}
+
+/// Each occurrence in `hay` of a secret (of one looked for in hex and base64, with
+/// `encoded`): one pass over `hay`, comparing where a secret's first byte is.
+fn find(
+    hay: &[u8],
+    needles: &[Needle],
+    first: &ByteSet,
+    encoded: bool,
+    mut hit: impl FnMut(usize, &Needle),
+) {
+    for i in 0..hay.len() {
+        let b = hay[i];
+        if !first.has(b) {
+            continue;
+        }
+        for n in needles {
+            if n.bytes()[0] == b && (!encoded || n.encoded()) && hay[i..].starts_with(n.bytes()) {
+                hit(i, n);
+            }
+        }
+    }
+}
+
+/// Does `hay[a..b]` stand alone: no letter or digit just before or after it? A
+/// credential shorter than [`MIN_SCRUB_LEN`] is replaced only so, because as a
+/// substring it occurs by chance inside words, hashes and base64 (a signature payload
+/// altered by scrubbing would no longer verify).
+fn alone(hay: &[u8], a: usize, b: usize) -> bool {
+    let before = (1..=a.min(4))
+        .find_map(|k| std::str::from_utf8(&hay[a - k..a]).ok())
+        .and_then(|s| s.chars().next_back());
+    let after = (1..=(hay.len() - b).min(4))
+        .find_map(|k| std::str::from_utf8(&hay[b..b + k]).ok())
+        .and_then(|s| s.chars().next());
+    !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+}
+
+/// The text as one decoder reads it: its bytes, and where each was read from in the
+/// text it was decoded from (`parent`), back to the searched text itself.
+struct View<'a> {
+    bytes: Cow<'a, [u8]>,
+    /// Sorted by `at`; empty for the searched text itself (no parent).
+    pieces: Vec<Piece>,
+    parent: Option<&'a View<'a>>,
+}
+
+/// The bytes of a view from `at` on, read from `from..to` of its parent: byte for byte
+/// (`literal`), or all from the whole range (an escape).
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    at: usize,
+    from: usize,
+    to: usize,
+    literal: bool,
+}
+
+impl View<'_> {
+    /// The range of the searched text that bytes `a..b` (not empty) were read from.
+    fn source(&self, a: usize, b: usize) -> (usize, usize) {
+        let Some(parent) = self.parent else {
+            return (a, b);
+        };
+        let (first, last) = (self.piece(a), self.piece(b - 1));
+        let start = if first.literal {
+            first.from + (a - first.at)
+        } else {
+            first.from
+        };
+        let end = if last.literal {
+            last.from + (b - last.at)
+        } else {
+            last.to
+        };
+        parent.source(start, end)
+    }
+
+    /// The piece byte `k` is in.
+    fn piece(&self, k: usize) -> &Piece {
+        &self.pieces[self.pieces.partition_point(|p| p.at <= k) - 1]
+    }
+
+    /// Where a decoded stretch starts or ends: each piece's start, each escape's end.
+    fn edges(&self) -> Vec<usize> {
+        let len = self.bytes.len();
+        let mut out = Vec::with_capacity(self.pieces.len() * 2);
+        for (i, p) in self.pieces.iter().enumerate() {
+            out.push(p.at);
+            if !p.literal {
+                out.push(self.pieces.get(i + 1).map_or(len, |n| n.at));
             }
         }
         out
     }
 
-    /// Replaces each registered secret in `text` with `***` (a short one only standing alone).
-    pub fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for s in &self.secrets {
-            if !out.contains(s.as_str()) {
-                continue;
-            }
-            if s.len() >= MIN_SCRUB_LEN {
-                out = out.replace(s.as_str(), "***");
-            } else {
-                out = replace_whole(&out, s);
+    /// The bytes decoded from an escape.
+    fn escapes(&self) -> Vec<(usize, usize)> {
+        let len = self.bytes.len();
+        (0..self.pieces.len())
+            .filter(|&i| !self.pieces[i].literal)
+            .map(|i| {
+                let end = self.pieces.get(i + 1).map_or(len, |n| n.at);
+                (self.pieces[i].at, end)
+            })
+            .collect()
+    }
+
+    /// The parts of the view within `reach` of a decoded stretch's edge (one byte
+    /// more, for whether a short secret stands alone): there a secret of up to `reach`
+    /// bytes may read otherwise than in the parent. The whole of the searched text
+    /// itself. Merged, in order.
+    fn windows(&self, reach: usize) -> Vec<(usize, usize)> {
+        let len = self.bytes.len();
+        if self.parent.is_none() {
+            return vec![(0, len)];
+        }
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for x in self.edges() {
+            let w = (x.saturating_sub(reach + 1), (x + reach + 1).min(len));
+            match out.last_mut() {
+                Some(last) if w.0 <= last.1 => last.1 = last.1.max(w.1),
+                _ => out.push(w),
             }
         }
         out
     }
 }
 
-/// Replace `secret` where it stands alone: not preceded or followed by a letter or
-/// digit. A credential shorter than [`MIN_SCRUB_LEN`] is replaced only so, because
-/// as a substring it occurs by chance inside words, hashes and base64 (a signature
-/// payload altered by scrubbing would no longer verify).
-fn replace_whole(text: &str, secret: &str) -> String {
-    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find(secret) {
-        let before = if i > 0 {
-            rest[..i].chars().last()
-        } else {
-            out.chars().last()
-        };
-        let after = rest[i + secret.len()..].chars().next();
-        out.push_str(&rest[..i]);
-        if alnum(before) || alnum(after) {
-            // Part of a longer word: keep its first character and look further.
-            let c = rest[i..].chars().next().map_or(1, char::len_utf8);
-            out.push_str(&rest[i..i + c]);
-            rest = &rest[i + c..];
-        } else {
-            out.push_str("***");
-            rest = &rest[i + secret.len()..];
+/// A set of byte values.
+#[derive(Clone, Copy)]
+struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    const fn of(bytes: &[u8]) -> ByteSet {
+        let mut set = [0u64; 4];
+        let mut i = 0;
+        while i < bytes.len() {
+            set[(bytes[i] >> 6) as usize] |= 1 << (bytes[i] & 63);
+            i += 1;
+        }
+        ByteSet(set)
+    }
+
+    fn add(&mut self, b: u8) {
+        self.0[usize::from(b >> 6)] |= 1 << (b & 63);
+    }
+
+    fn has(&self, b: u8) -> bool {
+        (self.0[usize::from(b >> 6)] >> (b & 63)) & 1 == 1
+    }
+
+    /// The first byte of `s` from `i` on in the set (`s.len()` if none is).
+    fn next(&self, s: &[u8], mut i: usize) -> usize {
+        while i < s.len() && !self.has(s[i]) {
+            i += 1;
+        }
+        i
+    }
+}
+
+/// A view being decoded.
+#[derive(Default)]
+struct Builder {
+    bytes: Vec<u8>,
+    pieces: Vec<Piece>,
+    changed: bool,
+}
+
+impl Builder {
+    /// Bytes `from..to` of the parent `s`, as they are.
+    fn literal(&mut self, s: &[u8], from: usize, to: usize) {
+        if from == to {
+            return;
+        }
+        match self.pieces.last_mut() {
+            Some(p) if p.literal && p.to == from => p.to = to,
+            _ => self.pieces.push(Piece {
+                at: self.bytes.len(),
+                from,
+                to,
+                literal: true,
+            }),
+        }
+        self.bytes.extend_from_slice(&s[from..to]);
+    }
+
+    /// Bytes `from..to` of the parent stand for `decoded` (nothing: a quote).
+    fn escape(&mut self, from: usize, to: usize, decoded: &[u8]) {
+        self.changed = true;
+        if !decoded.is_empty() {
+            self.pieces.push(Piece {
+                at: self.bytes.len(),
+                from,
+                to,
+                literal: false,
+            });
+            self.bytes.extend_from_slice(decoded);
         }
     }
-    out.push_str(rest);
-    out
+}
+
+/// The textual encodings a program writes a secret in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decoder {
+    /// Backslash escapes (JSON, C, Python, JavaScript, bash's `$'…'`).
+    Unescape,
+    /// `%XX`, with any bytes left literal.
+    Percent,
+    /// `%XX` and `+` as a space (HTML forms, `quote_plus`).
+    Form,
+    /// A shell word: backslashes and quotes.
+    Shell,
+    /// HTML and XML character references (a JUnit report's attributes).
+    Html,
+}
+
+impl Decoder {
+    /// Bytes where a decoding may start; without them, the decoder changes nothing.
+    fn triggers(self) -> ByteSet {
+        const UNESCAPE: ByteSet = ByteSet::of(b"\\");
+        const HTML: ByteSet = ByteSet::of(b"&");
+        const PERCENT: ByteSet = ByteSet::of(b"%");
+        const FORM: ByteSet = ByteSet::of(b"%+");
+        const SHELL: ByteSet = ByteSet::of(b"\\'\"$\n");
+        match self {
+            Decoder::Unescape => UNESCAPE,
+            Decoder::Percent => PERCENT,
+            Decoder::Form => FORM,
+            Decoder::Shell => SHELL,
+            Decoder::Html => HTML,
+        }
+    }
+
+    /// Decoders applied to this one's output too (a second layer).
+    fn then(self) -> &'static [Decoder] {
+        match self {
+            Decoder::Unescape => &[Decoder::Unescape, Decoder::Percent],
+            Decoder::Percent => &[Decoder::Percent, Decoder::Unescape],
+            Decoder::Html => &[Decoder::Unescape],
+            Decoder::Form | Decoder::Shell => &[],
+        }
+    }
+
+    /// Are hex and base64 runs read in this decoder's output (`\/` in JSON, `%2B` in
+    /// a URL)?
+    fn reads_runs(self) -> bool {
+        matches!(self, Decoder::Unescape | Decoder::Percent)
+    }
+
+    /// `parent` decoded (with `only`, the escapes starting in those ranges alone);
+    /// `None` when that changes nothing.
+    fn decode<'a>(self, parent: &'a View<'a>, only: Option<&[(usize, usize)]>) -> Option<View<'a>> {
+        let s: &[u8] = &parent.bytes;
+        let triggers = self.triggers();
+        // Form decodes what Percent does, and `+`: without one, it adds nothing.
+        let needed = match self {
+            Decoder::Form => ByteSet::of(b"+"),
+            _ => triggers,
+        };
+        if needed.next(s, 0) == s.len() {
+            return None;
+        }
+        let mut out = Builder {
+            bytes: Vec::with_capacity(s.len()),
+            ..Builder::default()
+        };
+        let mut i = 0;
+        let mut quote = Quote::None;
+        let mut only = only.map(|w| w.iter().peekable());
+        while i < s.len() {
+            let mut j = triggers.next(s, i);
+            if let Some(windows) = &mut only {
+                while windows.next_if(|w| w.1 <= j).is_some() {}
+                match windows.peek() {
+                    Some(w) if w.0 > j => {
+                        // Nothing to decode before the next range.
+                        out.literal(s, i, w.0);
+                        i = w.0;
+                        continue;
+                    }
+                    Some(_) => {}
+                    None => j = s.len(),
+                }
+            }
+            out.literal(s, i, j);
+            if j == s.len() {
+                break;
+            }
+            let escape = match self {
+                Decoder::Unescape => c_escape(s, j),
+                Decoder::Percent => percent(s, j, false),
+                Decoder::Form => percent(s, j, true),
+                Decoder::Shell => shell(s, j, &mut quote),
+                Decoder::Html => entity(s, j),
+            };
+            match escape {
+                Some(e) => {
+                    out.escape(j, j + e.len, e.bytes());
+                    i = j + e.len;
+                }
+                None => {
+                    out.literal(s, j, j + 1);
+                    i = j + 1;
+                }
+            }
+        }
+        out.changed.then_some(View {
+            bytes: Cow::Owned(out.bytes),
+            pieces: out.pieces,
+            parent: Some(parent),
+        })
+    }
+}
+
+/// One escape: its length and the (up to 4) bytes it stands for.
+struct Escape {
+    len: usize,
+    buf: [u8; 4],
+    n: usize,
+}
+
+impl Escape {
+    fn byte(len: usize, b: u8) -> Option<Escape> {
+        Some(Escape {
+            len,
+            buf: [b, 0, 0, 0],
+            n: 1,
+        })
+    }
+
+    /// Nothing: a quote, a line continued.
+    fn none(len: usize) -> Option<Escape> {
+        Some(Escape {
+            len,
+            buf: [0; 4],
+            n: 0,
+        })
+    }
+
+    /// A code point, as UTF-8.
+    fn char(len: usize, c: u32) -> Option<Escape> {
+        let c = char::from_u32(c)?;
+        let mut buf = [0; 4];
+        let n = c.encode_utf8(&mut buf).len();
+        Some(Escape { len, buf, n })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.n]
+    }
+}
+
+/// `n` (1 to 8) hex digits at `s[i..]`.
+fn hex_at(s: &[u8], i: usize, n: usize) -> Option<u32> {
+    if n == 0 || n > 8 {
+        return None;
+    }
+    s.get(i..i + n)?
+        .iter()
+        .try_fold(0u32, |v, &b| Some((v << 4) | char::from(b).to_digit(16)?))
+}
+
+/// `\xH`, `\xHH` or octal `\N` to `\NNN` at `s[i]`: its length and byte.
+fn byte_escape(s: &[u8], i: usize) -> Option<(usize, u8)> {
+    if s.get(i) != Some(&b'\\') {
+        return None;
+    }
+    match *s.get(i + 1)? {
+        b'x' => {
+            let high = char::from(*s.get(i + 2)?).to_digit(16)?;
+            match s.get(i + 3).and_then(|&b| char::from(b).to_digit(16)) {
+                Some(low) => Some((4, (high * 16 + low) as u8)),
+                None => Some((3, high as u8)),
+            }
+        }
+        b'0'..=b'7' => {
+            let mut v = 0u32;
+            let mut n = 0;
+            while n < 3
+                && let Some(&d @ b'0'..=b'7') = s.get(i + 1 + n)
+                && v * 8 + u32::from(d - b'0') <= 0xFF
+            {
+                v = v * 8 + u32::from(d - b'0');
+                n += 1;
+            }
+            Some((1 + n, v as u8))
+        }
+        _ => None,
+    }
+}
+
+/// A backslash escape at `s[i]` (JSON, C, Python, JavaScript, bash's `$'…'`); any
+/// other escaped character stands for itself (`\"`, `\/`, `\@`).
+fn c_escape(s: &[u8], i: usize) -> Option<Escape> {
+    let c = *s.get(i + 1)?;
+    match c {
+        b'u' if s.get(i + 2) == Some(&b'{') => {
+            let digits = s.iter().skip(i + 3).take(7).position(|&b| b == b'}')?;
+            Escape::char(digits + 4, hex_at(s, i + 3, digits)?)
+        }
+        b'u' => {
+            let unit = hex_at(s, i + 2, 4)?;
+            if (0xD800..0xDC00).contains(&unit) {
+                // A surrogate pair: `\ud83d\ude00`.
+                let low = Some(s.get(i + 6..i + 8)?)
+                    .filter(|u| u == b"\\u")
+                    .and_then(|_| hex_at(s, i + 8, 4))
+                    .filter(|low| (0xDC00..0xE000).contains(low))?;
+                return Escape::char(12, 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00));
+            }
+            Escape::char(6, unit)
+        }
+        b'U' => Escape::char(10, hex_at(s, i + 2, 8)?),
+        b'x' | b'0'..=b'7' => {
+            let (len, v) = byte_escape(s, i)?;
+            if v < 0x80 {
+                return Escape::byte(len, v);
+            }
+            // The bytes of one UTF-8 character each escaped (`\xc3\xa9`: bash, C,
+            // Python's bytes), else a code point (`\xe9`: Python's str, JavaScript).
+            let need = match v {
+                0xC2..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                0xF0..=0xF4 => 4,
+                _ => 0,
+            };
+            let mut buf = [v, 0, 0, 0];
+            let mut at = i + len;
+            let mut k = 1;
+            while k < need
+                && let Some((l, b @ 0x80..=0xBF)) = byte_escape(s, at)
+            {
+                buf[k] = b;
+                at += l;
+                k += 1;
+            }
+            if need > 0 && k == need && std::str::from_utf8(&buf[..need]).is_ok() {
+                return Some(Escape {
+                    len: at - i,
+                    buf,
+                    n: need,
+                });
+            }
+            Escape::char(len, u32::from(v))
+        }
+        b'n' => Escape::byte(2, b'\n'),
+        b't' => Escape::byte(2, b'\t'),
+        b'r' => Escape::byte(2, b'\r'),
+        b'b' => Escape::byte(2, 8),
+        b'f' => Escape::byte(2, 12),
+        b'v' => Escape::byte(2, 11),
+        b'a' => Escape::byte(2, 7),
+        b'e' | b'E' => Escape::byte(2, 27),
+        // A line continued.
+        b'\n' => Escape::none(2),
+        c => Escape::byte(2, c),
+    }
+}
+
+/// At `s[i]` (`&`): an HTML character reference (`&#64;`, `&#x40;`, `&quot;`,
+/// `&amp;`, `&lt;`, `&gt;`, `&apos;`).
+fn entity(s: &[u8], i: usize) -> Option<Escape> {
+    let len = s.iter().skip(i + 1).take(10).position(|&b| b == b';')?;
+    let name = &s[i + 1..i + 1 + len];
+    let c = match name {
+        b"quot" => 0x22,
+        b"amp" => 0x26,
+        b"lt" => 0x3C,
+        b"gt" => 0x3E,
+        b"apos" => 0x27,
+        [b'#', b'x' | b'X', hex @ ..] => hex_at(hex, 0, hex.len())?,
+        [b'#', dec @ ..] if (1..=7).contains(&dec.len()) && dec.iter().all(u8::is_ascii_digit) => {
+            dec.iter().fold(0, |v, &d| v * 10 + u32::from(d - b'0'))
+        }
+        _ => return None,
+    };
+    Escape::char(len + 2, c)
+}
+
+/// At `s[i]`: `%XX` (either case), `%uXXXX`, or with `plus` a `+` for a space.
+fn percent(s: &[u8], i: usize, plus: bool) -> Option<Escape> {
+    match s[i] {
+        b'+' if plus => Escape::byte(1, b' '),
+        b'%' => match s.get(i + 1) {
+            Some(b'u' | b'U') => Escape::char(6, hex_at(s, i + 2, 4)?),
+            _ => Escape::byte(3, hex_at(s, i + 1, 2)? as u8),
+        },
+        _ => None,
+    }
+}
+
+/// How a shell word is quoted at a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quote {
+    None,
+    Single,
+    Double,
+    AnsiC,
+}
+
+/// At `s[i]`, in a shell word quoted as `quote` says: a backslash outside quotes
+/// escapes any character, `'…'` is literal, `"…"` escapes `$` `` ` `` `"` `\`, `$'…'`
+/// takes C escapes; the quotes themselves stand for nothing. Quotes close at the end of
+/// a line, so that a stray apostrophe does not change how the next line reads.
+fn shell(s: &[u8], i: usize, quote: &mut Quote) -> Option<Escape> {
+    let next = s.get(i + 1).copied();
+    match (*quote, s[i]) {
+        (_, b'\n') => {
+            *quote = Quote::None;
+            None
+        }
+        (Quote::None | Quote::Double, b'\\') if next == Some(b'\n') => Escape::none(2),
+        (Quote::None, b'\\') => Escape::byte(2, next?),
+        (Quote::Double, b'\\') if matches!(next, Some(b'$' | b'`' | b'"' | b'\\')) => {
+            Escape::byte(2, next?)
+        }
+        (Quote::AnsiC, b'\\') => c_escape(s, i),
+        (Quote::None, b'\'') => {
+            *quote = Quote::Single;
+            Escape::none(1)
+        }
+        (Quote::None, b'"') => {
+            *quote = Quote::Double;
+            Escape::none(1)
+        }
+        (Quote::None, b'$') if next == Some(b'\'') => {
+            *quote = Quote::AnsiC;
+            Escape::none(2)
+        }
+        (Quote::Single | Quote::AnsiC, b'\'') | (Quote::Double, b'"') => {
+            *quote = Quote::None;
+            Escape::none(1)
+        }
+        _ => None,
+    }
+}
+
+/// The alphabets of binary-to-text encodings read in runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Alphabet {
+    /// Standard and URL-safe at once (`+` or `-` is 62, `/` or `_` is 63).
+    Base64,
+    /// Either case.
+    Hex,
+}
+
+/// Each byte's value in base64 and hex; 0xFF for none.
+const BASE64_VALUES: [u8; 256] = alphabet_values(true);
+const HEX_VALUES: [u8; 256] = alphabet_values(false);
+
+const fn alphabet_values(base64: bool) -> [u8; 256] {
+    let mut t = [0xFF; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = match c {
+            b'0'..=b'9' if base64 => c - b'0' + 52,
+            b'0'..=b'9' => c - b'0',
+            b'A'..=b'Z' if base64 => c - b'A',
+            b'a'..=b'z' if base64 => c - b'a' + 26,
+            b'A'..=b'F' => c - b'A' + 10,
+            b'a'..=b'f' => c - b'a' + 10,
+            b'+' | b'-' if base64 => 62,
+            b'/' | b'_' if base64 => 63,
+            _ => 0xFF,
+        };
+        b += 1;
+    }
+    t
+}
+
+impl Alphabet {
+    fn values(self) -> &'static [u8; 256] {
+        match self {
+            Alphabet::Base64 => &BASE64_VALUES,
+            Alphabet::Hex => &HEX_VALUES,
+        }
+    }
+
+    /// Characters that decode to whole bytes together.
+    fn group(self) -> usize {
+        match self {
+            Alphabet::Base64 => 4,
+            Alphabet::Hex => 2,
+        }
+    }
+
+    /// Characters needed for `bytes` decoded bytes.
+    fn chars_for(self, bytes: usize) -> usize {
+        match self {
+            Alphabet::Base64 => (bytes * 4).div_ceil(3),
+            Alphabet::Hex => bytes * 2,
+        }
+    }
+
+    /// The characters (of `n`) that decoded bytes `a..b` come from, whole groups for
+    /// base64 (a group is decoded only whole).
+    fn holding(self, a: usize, b: usize, n: usize) -> (usize, usize) {
+        match self {
+            Alphabet::Base64 => (a / 3 * 4, ((b - 1) / 3 * 4 + 4).min(n)),
+            Alphabet::Hex => (2 * a, (2 * b).min(n)),
+        }
+    }
+
+    /// `chars` decoded into `out`; a last partial group gives the bytes it holds whole.
+    fn decode(self, chars: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        let t = self.values();
+        let v = |k: usize| u32::from(t[usize::from(chars[k])]);
+        let mut k = 0;
+        match self {
+            Alphabet::Base64 => {
+                while k + 4 <= chars.len() {
+                    let w = (v(k) << 18) | (v(k + 1) << 12) | (v(k + 2) << 6) | v(k + 3);
+                    out.extend_from_slice(&w.to_be_bytes()[1..]);
+                    k += 4;
+                }
+                let rest = chars.len() - k;
+                if rest >= 2 {
+                    let mut w = (v(k) << 18) | (v(k + 1) << 12);
+                    if rest == 3 {
+                        w |= v(k + 2) << 6;
+                    }
+                    out.extend_from_slice(&w.to_be_bytes()[1..rest]);
+                }
+            }
+            Alphabet::Hex => {
+                while k + 2 <= chars.len() {
+                    out.push((v(k) * 16 + v(k + 1)) as u8);
+                    k += 2;
+                }
+            }
+        }
+    }
 }
 
 fn percent_decode(s: &str) -> Result<String, ()> {
@@ -868,5 +1920,581 @@ mod text {
             .unwrap()
             .text;
         assert_eq!(Scrubber::default().scrub_text(plain.clone()), plain);
+    }
+}
+
+/// Secrets found by decoding what a program wrote (issue 22, item 7): the red team got
+/// an inherited database password into every output as Python's `quote(pw)` and a JSON
+/// escape write it. Each test holds a form the enumerated encodings missed, beside an
+/// honest twin that must come back unchanged.
+#[cfg(test)]
+mod decoding {
+    use super::*;
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    use std::fmt::Write as _;
+
+    /// The red team's password: almost every character of it needs encoding somewhere.
+    const PW: &str = "p@ss/w:rd\"é";
+
+    /// PW as the password of a DSN the command only inherits (its URL form fully
+    /// percent-encoded, so PW itself is registered as its decoded password).
+    fn inherited() -> Scrubber {
+        let mut s = Scrubber::default();
+        s.add_credentials_of(&format!(
+            "postgres://app:{}@db.internal/billing?sslmode=require",
+            quote(PW, b"", false)
+        ));
+        s
+    }
+
+    /// `urllib.parse.quote(text, safe)`: bytes outside the unreserved set and `safe`
+    /// as `%XX` (lower-case hex with `lower`).
+    pub(super) fn quote(text: &str, safe: &[u8], lower: bool) -> String {
+        let mut out = String::new();
+        for &b in text.as_bytes() {
+            if b.is_ascii_alphanumeric() || b"_.-~".contains(&b) || safe.contains(&b) {
+                out.push(b as char);
+            } else if lower {
+                write!(out, "%{b:02x}").unwrap();
+            } else {
+                write!(out, "%{b:02X}").unwrap();
+            }
+        }
+        out
+    }
+
+    /// A JSON string's content: `\"`, `\\` and control characters escaped, and each
+    /// character `escape` picks as `\uXXXX` (a surrogate pair beyond the BMP).
+    pub(super) fn json(text: &str, escape: impl Fn(usize, char) -> bool) -> String {
+        let mut out = String::new();
+        for (i, c) in text.chars().enumerate() {
+            if escape(i, c) || (c as u32) < 0x20 && c != '\n' {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    write!(out, "\\u{u:04x}").unwrap();
+                }
+            } else {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    c => out.push(c),
+                }
+            }
+        }
+        out
+    }
+
+    /// The secret inside ordinary text, as a log line holds it.
+    fn line(encoded: &str) -> String {
+        format!("db error: cannot log in as app with {encoded} (attempt 2)\n")
+    }
+
+    /// What is left of `line(encoded)` once scrubbed must be the line with `***` in
+    /// place of the encoded secret (quotes of a shell word may stay around it).
+    #[track_caller]
+    fn gone(s: &Scrubber, encoded: &str) {
+        let out = s.scrub(&line(encoded));
+        let middle = out
+            .strip_prefix("db error: cannot log in as app with ")
+            .and_then(|m| m.strip_suffix(" (attempt 2)\n"))
+            .unwrap_or_else(|| panic!("{encoded:?} -> {out:?}"));
+        assert!(
+            ["***", "'***'", "\"***\"", "$'***'"].contains(&middle),
+            "{encoded:?} -> {out:?}"
+        );
+        // The same through the byte scrubber the output digests use.
+        assert_eq!(s.scrub_bytes(line(encoded).as_bytes()), out.as_bytes());
+    }
+
+    /// Honest twin: text that holds no secret comes back byte for byte.
+    #[track_caller]
+    fn kept(s: &Scrubber, text: &str) {
+        assert_eq!(s.scrub(text), text);
+        assert_eq!(s.scrub_bytes(text.as_bytes()), text.as_bytes());
+    }
+
+    #[test]
+    fn percent_encoded_with_any_safe_set() {
+        let s = inherited();
+        for encoded in [
+            // Python's urllib.parse.quote(pw): the default safe set is '/'.
+            quote(PW, b"/", false),
+            quote(PW, b"", true),
+            quote(PW, b"@/:", false),
+            quote(PW, b"@/:\"", true),
+            // Mixed case hex, one escape upper and the next lower.
+            "p%40ss%2fw%3Ard%22%c3%A9".to_string(),
+        ] {
+            gone(&s, &encoded);
+        }
+        // quote_plus: a space as '+'.
+        let mut s = Scrubber::default();
+        s.add("correct horse:battery/staple");
+        gone(&s, "correct+horse%3Abattery%2Fstaple");
+        gone(&s, "correct%20horse:battery/staple");
+        // Honest twin: other percent-encoded text, '+' included.
+        kept(
+            &inherited(),
+            "GET /search?q=caf%C3%A9+au+lait&next=%2Fhome&u=p%40ss HTTP/1.1 200\n",
+        );
+    }
+
+    #[test]
+    fn json_escaped_in_every_form() {
+        let s = inherited();
+        for encoded in [
+            // json.dumps(pw): the quote escaped, é as \u00e9 (ensure_ascii).
+            json(PW, |_, c| !c.is_ascii()),
+            // PHP's json_encode: '/' as \/ too.
+            json(PW, |_, c| !c.is_ascii()).replace('/', "\\/"),
+            // Every character as \uXXXX, or every other one.
+            json(PW, |_, _| true),
+            json(PW, |i, _| i % 2 == 0),
+            // JSON inside a JSON string (a log line's payload): escaped twice.
+            json(&json(PW, |_, c| !c.is_ascii()), |_, _| false),
+        ] {
+            gone(&s, &encoded);
+        }
+        // Beyond the BMP, a surrogate pair; a newline as \n.
+        let mut s = Scrubber::default();
+        s.add("tok😀en\nline-secret");
+        gone(&s, &json("tok😀en\nline-secret", |_, c| !c.is_ascii()));
+        gone(&s, &json("tok😀en\nline-secret", |_, _| true));
+        // Honest twin: a JSON document full of escapes but not the secret.
+        kept(
+            &inherited(),
+            r#"{"name":"caf\u00e9","path":"a\/b","say":"\"hi\"\n","emoji":"\ud83d\ude00","pw":"p@ss"}"#,
+        );
+    }
+
+    #[test]
+    fn shell_escaped_in_every_form() {
+        let s = inherited();
+        for encoded in [
+            // bash `printf %q`: a backslash before each special character.
+            r#"p\@ss/w\:rd\"é"#.to_string(),
+            // bash's ANSI-C quoting, bytes as \xHH or octal.
+            r#"$'p@ss/w:rd"\xc3\xa9'"#.to_string(),
+            r#"$'p\x40ss\x2fw:rd\"\303\251'"#.to_string(),
+            // Double quotes, the quote escaped.
+            r#""p@ss/w:rd\"é""#.to_string(),
+        ] {
+            gone(&s, &encoded);
+        }
+        // A password holding a single quote, spliced as shells quote it.
+        let mut s = Scrubber::default();
+        s.add_credentials_of("postgres://app:it%27s%20a%20s3cret@db/billing");
+        // `${pw@Q}` / `printf %q`-style splicing and Python's shlex.quote.
+        gone(&s, r"'it'\''s a s3cret'");
+        gone(&s, r#"'it'"'"'s a s3cret'"#);
+        gone(&s, r"it\'s\ a\ s3cret");
+        gone(&s, r"$'it\'s a s3cret'");
+        // Honest twin: shell-quoted words that are not the secret.
+        kept(
+            &s,
+            "run: echo 'it'\\''s fine' $'tab\\there' \"a \\\"b\\\"\" it\\'s\\ a\\ test\n",
+        );
+    }
+
+    #[test]
+    fn base64_at_every_alignment() {
+        let s = inherited();
+        for prefix in ["", "x", "xy", "API_PASSWORD=", "password: "] {
+            let data = format!("{prefix}{PW}\n");
+            for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+                gone(&s, &engine.encode(&data));
+                gone(&s, &engine.encode(format!("{data}more data after it")));
+            }
+        }
+        // Honest twin: base64 of other data, padded or not, standard or URL-safe,
+        // and a JWT-like token.
+        for data in [
+            "Some ordinary data that is not a secret",
+            "p@ss/w:rd",
+            "\u{1}\u{2}ab",
+        ] {
+            for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+                kept(&s, &line(&engine.encode(data)));
+            }
+        }
+        kept(
+            &s,
+            "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U\n",
+        );
+    }
+
+    #[test]
+    fn hex_in_either_case() {
+        let s = inherited();
+        for data in [PW.to_string(), format!("pw={PW};"), format!("x{PW}")] {
+            gone(&s, &hex::encode(&data));
+            gone(&s, &hex::encode_upper(&data));
+        }
+        // Honest twin: digests and other hex.
+        kept(
+            &s,
+            "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 \
+             commit 3aa029cf00d1 id 70407373\n",
+        );
+        kept(&s, &line(&hex::encode("p@ss/w:rd")));
+    }
+
+    #[test]
+    fn html_character_references() {
+        let s = inherited();
+        gone(&s, "p&#64;ss/w:rd&quot;&#233;");
+        gone(&s, "p&#x40;ss&#x2F;w&#58;rd&#34;é");
+        // A JUnit attribute holding JSON: a reference, then a backslash escape.
+        gone(&s, "p@ss\\/w:rd\\&quot;\\u00e9");
+        // Honest twin.
+        kept(
+            &s,
+            "<failure message=\"expected &quot;caf&#233;&quot; &amp; got &lt;p@ss&gt;\"/>",
+        );
+    }
+
+    /// A 1-character credential: scrubbed where it stands alone once decoded, as it is
+    /// raw; inside a word it stays (the existing rule for short credentials). Hex and
+    /// base64 are not searched for it (any blob would hold it by chance).
+    #[test]
+    fn a_short_credential_decoded_stands_alone() {
+        let mut s = Scrubber::default();
+        s.add_credentials_of("postgres://app:%C3%A9@db/billing");
+        assert_eq!(s.scrub(r#"{"pw": "\u00e9"}"#), r#"{"pw": "***"}"#);
+        assert_eq!(s.scrub("pw=%C3%A9&x=1"), "pw=***&x=1");
+        assert_eq!(s.scrub(r"pw $'\xc3\xa9' x"), r"pw $'***' x");
+        // Honest twins: the same character inside words, and base64 and hex.
+        // (`%C3%A9` itself is the password as the DSN holds it: scrubbed anywhere.)
+        kept(
+            &s,
+            r#"{"name": "caf\u00e9", "q": "caf%c3%a9s", "b": "w6k=", "h": "c3a9"}"#,
+        );
+        let mut s = Scrubber::default();
+        s.add_credentials_of("https://h/x?api_key=k9");
+        assert_eq!(s.scrub("key %6B9, (k\\x39)"), "key ***, (***)");
+        kept(&s, "key %6B9x, k\\x39k9 FSk9NIH");
+    }
+
+    /// Output cut at a size limit in the middle of an encoded secret: not even its
+    /// first characters show.
+    #[test]
+    fn an_encoded_secret_cut_at_the_end() {
+        let s = inherited();
+        for encoded in [
+            quote(PW, b"/", false),
+            json(PW, |_, _| true),
+            STANDARD.encode(format!("pw={PW}")),
+            hex::encode(PW),
+        ] {
+            let half = &encoded[..encoded.len() * 2 / 3];
+            let out = s.scrub_cut(&format!("login with {half}"));
+            assert_eq!(out, "login with ***", "{half}");
+        }
+        // Honest twins: a cut that holds no secret's beginning, and one where a
+        // beginning is followed by a whole escape that does not go on with the secret.
+        assert_eq!(s.scrub_cut("login with %41%42"), "login with %41%42");
+        assert_eq!(s.scrub_cut("login with p@s%41"), "login with p@s%41");
+    }
+
+    /// An output digest scrubs a long line in parts (`safe_cut`): no encoded secret
+    /// may straddle a cut, wherever it lies near it.
+    #[test]
+    fn a_cut_never_splits_an_encoded_secret() {
+        let s = inherited();
+        let filler = "lorem ipsum dolor 0123 ".repeat(400);
+        for encoded in [
+            quote(PW, b"/", false),
+            json(PW, |_, _| true),
+            STANDARD.encode(format!("pw={PW}")),
+            hex::encode_upper(PW),
+            r#"$'p@ss/w:rd"\xc3\xa9'"#.to_string(),
+        ] {
+            for back in (0..1500).step_by(7) {
+                let mut text = filler.clone().into_bytes();
+                let at = text.len() - back;
+                text.splice(at..at, format!(" {encoded} ").into_bytes());
+                let whole = s.scrub_bytes(&text);
+                assert!(!contains(&whole, encoded.as_bytes()));
+                let Some(cut) = s.safe_cut(&text) else {
+                    continue;
+                };
+                let mut parts = s.scrub_bytes(&text[..cut]);
+                parts.extend(s.scrub_bytes(&text[cut..]));
+                assert_eq!(parts, whole, "{encoded} at {back}, cut {cut}");
+            }
+        }
+    }
+
+    /// A base64 run far longer than the reach of a cut, holding the secret near its end:
+    /// the cut cannot go before the run, so it goes before the characters of the secret.
+    #[test]
+    fn a_cut_in_a_long_base64_run_spares_the_secret() {
+        let s = inherited();
+        let junk: Vec<u8> = (0..6000u32).map(|i| (i * 7 % 251) as u8).collect();
+        // The secret at each distance from the end around the natural cut.
+        for after in (0..400).step_by(5) {
+            let data = [&junk[..], b"pw=", PW.as_bytes(), &junk[..after]].concat();
+            let encoded = STANDARD.encode(&data);
+            // The characters that carry the secret's bits.
+            let (first, last) = (junk.len() + 3, junk.len() + 3 + PW.len());
+            let held = &encoded[first / 3 * 4..(last - 1) / 3 * 4 + 4];
+            let text = format!("{} {encoded} .", "lorem ipsum ".repeat(200));
+            let text = text.as_bytes();
+            let cut = s.safe_cut(text).expect("a cut");
+            let mut parts = s.scrub_bytes(&text[..cut]);
+            parts.extend(s.scrub_bytes(&text[cut..]));
+            for window in held.as_bytes().windows(8) {
+                assert!(!contains(&parts, window), "{after}: cut {cut}");
+            }
+            assert!(!contains(&s.scrub_bytes(text), &encoded.as_bytes()[..40]));
+        }
+    }
+
+    fn contains(hay: &[u8], needle: &[u8]) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle)
+    }
+
+    /// Megabytes of output full of encodable text (hex, base64, percent, JSON and
+    /// shell escapes) scrub in linear time.
+    #[test]
+    fn a_large_output_scrubs_fast() {
+        let s = inherited();
+        let mut text = String::new();
+        let mut i = 0u64;
+        while text.len() < 4 << 20 {
+            let h = hex::encode(i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
+            writeln!(
+                text,
+                "{i} GET /a?q=caf%C3%A9+{h}&n={i} {} {{\"m\":\"caf\\u00e9 \\\"{h}\\\"\"}} 'it'\\''s' {h}{h}",
+                STANDARD.encode(format!("line {i} {h} some payload")),
+            )
+            .unwrap();
+            i += 1;
+        }
+        let plain = text.clone();
+        text.push_str(&line(&json(PW, |_, c| !c.is_ascii())));
+        text.push_str(&line(&STANDARD.encode(format!("pw={PW}"))));
+        text.push_str(&plain[..4096]);
+        let start = std::time::Instant::now();
+        let out = s.scrub(&text);
+        let secret = start.elapsed();
+        let start = std::time::Instant::now();
+        let same = s.scrub(&plain);
+        let clean = start.elapsed();
+        eprintln!(
+            "scrub of {} bytes: {secret:?} with two encoded secrets, {clean:?} without",
+            text.len()
+        );
+        assert_eq!(same, plain);
+        assert_eq!(out.matches("***").count(), 2, "both encoded secrets");
+        assert!(out.starts_with(&plain) && out.ends_with(&plain[..4096]));
+        assert!(
+            secret.as_secs_f64() < 20.0 && clean.as_secs_f64() < 20.0,
+            "{secret:?} {clean:?}"
+        );
+    }
+}
+
+/// Property-style: many random secrets (any length, characters that need encoding)
+/// in every encoding, from a fixed seed. Each is gone from its line, leaving at most
+/// the quotes of a shell word around `***`; the same data without the secret, encoded
+/// the same way, is left as it is.
+#[cfg(test)]
+mod random {
+    use super::Scrubber;
+    use super::decoding::{json, quote};
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    use std::fmt::Write as _;
+
+    /// xorshift64*: deterministic, no dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn coin(&mut self) -> bool {
+            self.next() & 1 == 1
+        }
+        fn text(&mut self, alphabet: &[char], len: usize) -> String {
+            (0..len)
+                .map(|_| alphabet[self.below(alphabet.len())])
+                .collect()
+        }
+    }
+
+    /// Characters of the secrets: letters, digits and everything an encoding touches.
+    const SECRET: &[char] = &[
+        'a', 'b', 'c', 'x', 'y', 'z', 'A', 'B', 'C', 'X', 'Y', 'Z', '0', '1', '8', '9', ' ', '@',
+        '/', ':', '"', '\'', '\\', '%', '+', '&', '=', '?', '#', 'é', '€', '😀', '-', '_', '.',
+        '~', ';', '$', '`', '!', '*', '<', '>',
+    ];
+    /// Characters of the honest twins' data: none of the secrets' letters or digits.
+    const OTHER: &[char] = &[
+        'd', 'e', 'f', 'g', 'h', 'D', 'E', 'F', 'G', '2', '3', '4', ' ', '@', '/', ':', '"', 'ü',
+        '%', '+', '\'', '\\',
+    ];
+
+    /// The encodings a program writes; `None` where one does not apply (hex and base64
+    /// are not searched for a secret shorter than MIN_ENCODED_LEN).
+    fn encode(rng: &mut Rng, how: usize, text: &str) -> Option<String> {
+        let bytes = text.as_bytes();
+        let long = bytes.len() >= super::MIN_ENCODED_LEN;
+        Some(match how {
+            // Percent-encoding with a random safe set (never '%'), random hex case.
+            0 => {
+                let mut out = String::new();
+                for &b in bytes {
+                    let unreserved = b.is_ascii_alphanumeric() || b"_.-~".contains(&b);
+                    if unreserved || (b.is_ascii_graphic() && b != b'%' && rng.coin()) {
+                        out.push(b as char);
+                    } else if rng.coin() {
+                        write!(out, "%{b:02x}").unwrap();
+                    } else {
+                        write!(out, "%{b:02X}").unwrap();
+                    }
+                }
+                out
+            }
+            // quote_plus.
+            1 => quote(text, b"", false).replace("%20", "+"),
+            // JSON: the minimal escapes, or a random choice of characters as \uXXXX.
+            2 => json(text, |_, _| false),
+            3 => {
+                let pick: Vec<bool> = text.chars().map(|_| rng.coin()).collect();
+                json(text, |i, _| pick[i])
+            }
+            // JSON inside JSON.
+            4 => json(&json(text, |_, c| !c.is_ascii()), |_, _| false),
+            // Shell: backslashes, single quotes spliced ('\'' or '"'"'), double
+            // quotes, ANSI-C with bytes as \xHH.
+            5 => text
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || !c.is_ascii() {
+                        c.to_string()
+                    } else {
+                        format!("\\{c}")
+                    }
+                })
+                .collect(),
+            6 => format!("'{}'", text.replace('\'', r"'\''")),
+            7 => format!("'{}'", text.replace('\'', r#"'"'"'"#)),
+            8 => {
+                let mut out = String::from("\"");
+                for c in text.chars() {
+                    if matches!(c, '$' | '`' | '"' | '\\') {
+                        out.push('\\');
+                    }
+                    out.push(c);
+                }
+                out + "\""
+            }
+            9 => {
+                let mut out = String::from("$'");
+                for &b in bytes {
+                    if b.is_ascii_alphanumeric() || (b.is_ascii() && b" @/:%+-_.".contains(&b)) {
+                        out.push(b as char);
+                    } else {
+                        write!(out, "\\x{b:02x}").unwrap();
+                    }
+                }
+                out + "'"
+            }
+            // Base64, any engine, the secret at any alignment within the data.
+            10 if long => {
+                let engine =
+                    [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD][rng.below(4)];
+                let before = "k=v\n\u{0}\u{ff}".as_bytes();
+                let mut data = before[..rng.below(before.len() + 1)].to_vec();
+                data.extend_from_slice(bytes);
+                data.extend_from_slice(&before[..rng.below(before.len() + 1)]);
+                engine.encode(data)
+            }
+            // Hex, either case, after a byte or two.
+            11 if long => {
+                let data = [&b"\x01\x02"[..rng.below(3)], bytes].concat();
+                if rng.coin() {
+                    hex::encode(data)
+                } else {
+                    hex::encode_upper(data)
+                }
+            }
+            // HTML / XML character references, some characters as they are.
+            12 => text
+                .chars()
+                .map(|c| match (c, rng.below(3)) {
+                    ('&', 0) => "&amp;".to_string(),
+                    ('"', 0) => "&quot;".to_string(),
+                    ('<', 0) => "&lt;".to_string(),
+                    (c, 0 | 1) => format!("&#{};", c as u32),
+                    (c, _) if c != '&' => c.to_string(),
+                    (c, _) => format!("&#x{:x};", c as u32),
+                })
+                .collect(),
+            // A URL's query value inside JSON written by PHP: `%40` and `\/` mixed.
+            13 => quote(text, b"/", false).replace('/', "\\/"),
+            _ => return None,
+        })
+    }
+
+    #[test]
+    fn random_secrets_in_every_encoding() {
+        let mut rng = Rng(0x5eed_0022_0007);
+        let mut checked = 0;
+        for round in 0..500 {
+            // Lengths 1..40, the short ones as DSN credentials (scrubbed whatever
+            // their length), the others as whole values or credentials.
+            let len = 1 + rng.below(if round % 4 == 0 { 3 } else { 40 });
+            let secret = rng.text(SECRET, len);
+            if secret.trim().is_empty() || !secret.chars().any(char::is_alphanumeric) {
+                continue;
+            }
+            let mut s = Scrubber::default();
+            if len < super::MIN_SCRUB_LEN || rng.coin() {
+                s.add_credentials_of(&format!(
+                    "postgres://app:{}@db.internal/billing",
+                    quote(&secret, b"", false)
+                ));
+            } else {
+                s.add(&secret);
+            }
+            let other = rng.text(OTHER, len.max(super::MIN_SCRUB_LEN));
+            for how in 0..14 {
+                let Some(encoded) = encode(&mut rng, how, &secret) else {
+                    continue;
+                };
+                let text = format!("«{encoded}» ok\n");
+                let out = s.scrub(&text);
+                let left: String = out.replace("***", "");
+                assert!(
+                    out.contains("***")
+                        && left.ends_with("» ok\n")
+                        && left
+                            .trim_end_matches("» ok\n")
+                            .chars()
+                            .all(|c| "«'\"$".contains(c)),
+                    "{secret:?} as {how}: {text:?} -> {out:?}"
+                );
+                assert_eq!(s.scrub_bytes(text.as_bytes()), out.as_bytes());
+                // The honest twin: other data, the same encoding.
+                if secret.len() >= super::MIN_SCRUB_LEN
+                    && let Some(encoded) = encode(&mut rng, how, &other)
+                {
+                    let text = format!("«{encoded}» ok\n");
+                    assert_eq!(s.scrub(&text), text, "{secret:?}: twin {other:?} as {how}");
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 4000, "{checked}");
     }
 }
