@@ -130,8 +130,7 @@ async fn base_results(
     }
     let key = hex::encode(&h.finalize()[..12]);
     let cache = crate::snapshot::cache_file(&ctx.root, spec, &format!("base-tests-{key}.json"))?;
-    if let Ok(text) = std::fs::read_to_string(&cache)
-        && let Ok(r) = serde_json::from_str::<BaseResults>(&text)
+    if let Some(r) = read_cached(&cache)
         && r.commit == commit
     {
         return Ok(r);
@@ -146,6 +145,17 @@ async fn base_results(
         overlay: spec.protect.as_ref().and_then(|p| p.overlay.clone()),
     });
     let (obj, cases) = Box::pin(observe_run(&at_base, ctx, limit, scrub)).await?;
+    if !cases.iter().any(|c| c.outcome == Outcome::Passed) {
+        // A base where nothing passes judges nothing (a generated module missing from
+        // the snapshot made every base test error, and then any change "regressed"
+        // nothing).
+        return Err(berr(format!(
+            "no test passed at the base {} ({} test results, exit code {}): nothing to judge the change against; hint: run the command on the base yourself — a generated file the tests import is not in the snapshot (build it in the command, or declare it in `environment`)",
+            &commit[..commit.len().min(12)],
+            cases.len(),
+            obj.get("exit_code").unwrap_or(&Value::Null)
+        )));
+    }
     if cases.is_empty() {
         return Err(berr(format!(
             "the run at the base {} gave no named test results (exit code {}); it needs the runner's machine report: pytest run without a shell, `go test -json`, or a `junit` file",
@@ -188,20 +198,128 @@ async fn base_results(
             }
         })
         .collect();
+    // pytest names tests relative to its rootdir, which is where it runs (`cwd`) or
+    // above; a name that maps to no test module of the base cannot be protected, and
+    // then nothing is judged (fail closed).
+    let cwd_prefix = spec
+        .cwd
+        .as_deref()
+        .map(|c| c.trim_matches('/').to_string())
+        .filter(|c| !c.is_empty() && c != ".");
     for c in &cases {
-        let parts: Vec<&str> = c.group.split('.').collect();
-        for k in (1..=parts.len()).rev() {
-            let cand = format!("{}.py", parts[..k].join("/"));
-            if base_files.contains(&cand) {
-                r.files.insert(cand);
-                break;
+        match test_module(&c.group, &base_files, cwd_prefix.as_deref()) {
+            Some(f) => {
+                r.files.insert(f);
+            }
+            None if is_doctest(c, &base_files) => {}
+            None => {
+                return Err(berr(format!(
+                    "cannot tell which file of the base holds the test {}: it cannot be run at its base content; hint: protect the test files explicitly (protect.paths) and leave base_tests out",
+                    id(c)
+                )));
             }
         }
     }
-    if let Ok(text) = serde_json::to_string(&r) {
-        let _ = std::fs::write(&cache, text);
-    }
+    write_cached(&cache, &r);
     Ok(r)
+}
+
+/// The test module of the base a JUnit classname comes from (pytest writes
+/// `tests.test_calc.TestX` for `tests/test_calc.py::TestX`): the longest dotted prefix
+/// naming a `test_*.py` or `*_test.py` file (pytest's default `python_files`), relative
+/// to the root or to the working directory. A directory whose name holds a dot
+/// (`tests/v1.0/`) is found by trying every way of joining the parts.
+fn test_module(group: &str, base: &BTreeSet<String>, cwd: Option<&str>) -> Option<String> {
+    let parts: Vec<&str> = group.split('.').collect();
+    for k in (1..=parts.len()).rev() {
+        let name = parts[k - 1];
+        if !(name.starts_with("test_") || name.ends_with("_test")) {
+            continue;
+        }
+        for joined in joinings(&parts[..k]) {
+            let rel = format!("{joined}.py");
+            for cand in [Some(rel.clone()), cwd.map(|c| format!("{c}/{rel}"))]
+                .into_iter()
+                .flatten()
+            {
+                if base.contains(&cand) {
+                    return Some(cand);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Every path the dotted parts could spell: each dot a `/` or a literal dot (at most
+/// 2^10 ways; deeper names are tried only as all slashes).
+fn joinings(parts: &[&str]) -> Vec<String> {
+    if parts.len() > 11 {
+        return vec![parts.join("/")];
+    }
+    let mut out = vec![parts[0].to_string()];
+    for p in &parts[1..] {
+        out = out
+            .into_iter()
+            .flat_map(|s| [format!("{s}/{p}"), format!("{s}.{p}")])
+            .collect();
+    }
+    out
+}
+
+/// A doctest item (`--doctest-modules`): its classname is a module of the project, not
+/// a test module; the module is the work under test and is never laid from the base.
+fn is_doctest(c: &Case, base: &BTreeSet<String>) -> bool {
+    // pytest names a doctest item after the object it documents (`calc.add`); a test
+    // function's name has no dot outside its parameters.
+    let dotted = c.name.split('[').next().is_some_and(|n| n.contains('.'));
+    let parts: Vec<&str> = c.group.split('.').collect();
+    dotted
+        && (1..=parts.len()).any(|k| {
+            joinings(&parts[..k])
+                .iter()
+                .any(|j| base.contains(&format!("{j}.py")))
+        })
+}
+
+/// The cached results, read without following a symlink.
+fn read_cached(path: &std::path::Path) -> Option<BaseResults> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.by_ref()
+        .take(64 * 1024 * 1024)
+        .read_to_string(&mut text)
+        .ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Write the results through a new file renamed into place (a symlink planted at the
+/// path is replaced, never written through).
+fn write_cached(path: &std::path::Path, r: &BaseResults) {
+    let Ok(text) = serde_json::to_string(r) else {
+        return;
+    };
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if written.is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    } else {
+        let _ = std::fs::remove_file(&tmp);
+    }
 }
 
 /// Each test's outcome; a test reported more than once takes its worst.
@@ -276,4 +394,43 @@ fn escape_glob(path: &str) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(v: &[&str]) -> BTreeSet<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Red team (04, 06): a doctest's classname names the module under test, which must
+    /// never be laid from the base; a test directory with a dot in its name, and names
+    /// relative to the working directory, are found.
+    #[test]
+    fn test_modules_are_mapped_and_doctests_are_not() {
+        let base = files(&["calc.py", "tests/v1.0/test_calc.py", "py/tests/test_x.py"]);
+        assert_eq!(test_module("calc", &base, None), None);
+        let doctest = Case {
+            group: "calc".into(),
+            name: "calc.add".into(),
+            outcome: Outcome::Passed,
+        };
+        assert!(is_doctest(&doctest, &base));
+        let plain = Case {
+            group: "calc".into(),
+            name: "test_add".into(),
+            outcome: Outcome::Passed,
+        };
+        assert!(!is_doctest(&plain, &base));
+        assert_eq!(
+            test_module("tests.v1.0.test_calc.TestX", &base, None).as_deref(),
+            Some("tests/v1.0/test_calc.py")
+        );
+        assert_eq!(
+            test_module("tests.test_x", &base, Some("py")).as_deref(),
+            Some("py/tests/test_x.py")
+        );
+        assert_eq!(test_module("tests.test_x", &base, None), None);
+    }
 }

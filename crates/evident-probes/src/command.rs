@@ -1202,15 +1202,19 @@ pub(crate) async fn observe_run(
             env.push((k.to_string(), v));
         }
     };
-    // Bytecode goes to the slot's cache, where the snapshot's own part is emptied for
-    // every run: Python never reads a `.pyc` beside the source (an ignored `.pyc` of
-    // other code was loaded in its place), and the standard library's stays compiled.
-    set_default("PYTHONPYCACHEPREFIX", snap.pycache.display().to_string());
+    // No bytecode is written: the snapshot never holds a `.pyc` (an ignored `.pyc` of
+    // other code was loaded in place of its source), so the tree's modules compile from
+    // source, and no cache a run could write is read by the next one (the standard
+    // library's own bytecode is read where it is installed, read-only).
+    set_default("PYTHONDONTWRITEBYTECODE", "1".into());
     set_default("TMPDIR", snap.tmp.display().to_string());
-    // cargo builds into the slot's cache, never into the tree's `target/`.
+    // cargo builds into the run's own directory, emptied for every run: never into
+    // the tree's `target/`, and never from artefacts an earlier run's code could have
+    // written (a test that set every artefact's time to 2100 made the next run link
+    // them). An owner who trusts a cache names it in `env`.
     set_default(
         "CARGO_TARGET_DIR",
-        snap.cache.join("target").display().to_string(),
+        snap.tmp.join("target").display().to_string(),
     );
     set_default("CARGO_TERM_COLOR", "never".into());
     set_default("NO_COLOR", "1".into());
@@ -1384,6 +1388,10 @@ pub(crate) async fn observe_run(
         (None, Some(r)) if !r.cases.is_empty() || fin.exit_code == Some(5) => {
             Some((Runner::Pytest, with_pytest_words(r.counts, &parser)))
         }
+        // pytest was told where to write its report and did not: its printed text is
+        // not read in its place (code under test can print any summary and delete the
+        // report on its way out).
+        (None, None) if report_path.is_some() => None,
         _ => match parser.read(runner_hint) {
             summary::Reading::Counted(r, c) => Some((r, c)),
             summary::Reading::NotFound { .. } => None,
@@ -1669,5 +1677,50 @@ mod digest {
         assert_eq!(digest(Some(&s), &[text]), raw);
         assert_eq!(digest(Some(&s), &[&text[..5], &text[5..]]), raw);
         assert_eq!(digest(None, &[text]), raw);
+    }
+}
+
+#[cfg(test)]
+mod plugin_metadata {
+    use super::declared_pytest_plugin;
+
+    fn dist(name: &str, entry_points: &str) -> (tempfile::TempDir, String) {
+        let d = tempfile::tempdir().unwrap();
+        let meta = d.path().join(name);
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::write(meta.join("entry_points.txt"), entry_points).unwrap();
+        (d, name.to_string())
+    }
+
+    /// The red team's three bypasses of the old reading of Python's metadata: a suffix
+    /// in another case, a `[[pytest11]]` header (importlib.metadata strips every
+    /// bracket), a form feed as the line break (Python's `splitlines`). Each is read
+    /// as Python reads it now. Twin: console scripts only.
+    #[test]
+    fn every_spelling_python_reads_is_refused() {
+        for (name, text) in [
+            ("forge-0.DIST-INFO", "[pytest11]\nforge = forge_plugin\n"),
+            ("forge-0.dist-info", "[[pytest11]]\nforge = forge_plugin\n"),
+            (
+                "forge-0.dist-info",
+                "[console_scripts]\x0c[pytest11]\x0cforge = forge_plugin\n",
+            ),
+            ("forge.egg", ""),
+            ("Forge.Egg-Info", "[ pytest11 ]\nforge=forge_plugin"),
+        ] {
+            let (d, n) = if name.ends_with(".egg") {
+                let d = tempfile::tempdir().unwrap();
+                std::fs::write(d.path().join(name), b"PK\x03\x04").unwrap();
+                (d, name.to_string())
+            } else {
+                dist(name, text)
+            };
+            assert!(
+                declared_pytest_plugin(d.path(), &n).is_some(),
+                "{name}: {text:?}"
+            );
+        }
+        let (d, n) = dist("tool-1.dist-info", "[console_scripts]\ntool = tool:main\n");
+        assert_eq!(declared_pytest_plugin(d.path(), &n), None);
     }
 }

@@ -1686,6 +1686,9 @@ fn current(
 /// brought in (they are rebuilt); a symlink that leaves the tree is refused.
 pub struct Copier {
     dest: PathBuf,
+    /// Only paths beneath this directory of the top (`sub/dir/`; empty: all) are copied:
+    /// a contract's root inside a larger repository gets its own subtree.
+    under: Vec<u8>,
     deadline: std::time::Instant,
     /// Files and symlinks written.
     pub files: u64,
@@ -1700,9 +1703,15 @@ const MAX_SNAPSHOT_BYTES: u64 = 8 * 1024 * 1024 * 1024;
 
 impl Copier {
     /// A copier writing beneath `dest`, failing once `deadline` passes.
-    pub fn new(dest: PathBuf, deadline: std::time::Instant) -> Copier {
+    pub fn new(dest: PathBuf, under: &Path, deadline: std::time::Instant) -> Copier {
+        use std::os::unix::ffi::OsStrExt;
+        let mut under = under.as_os_str().as_bytes().to_vec();
+        if !under.is_empty() && !under.ends_with(b"/") {
+            under.push(b'/');
+        }
         Copier {
             dest,
+            under,
             deadline,
             files: 0,
             bytes: 0,
@@ -1737,6 +1746,9 @@ impl Copier {
         path: &[u8],
         len: u64,
     ) -> Result<Option<PathBuf>, ProbeError> {
+        if !path.starts_with(&self.under) {
+            return Ok(None);
+        }
         if is_build_output(top, path) {
             self.left_out.push(show(path));
             return Ok(None);
@@ -1757,6 +1769,9 @@ impl Copier {
 
     fn symlink(&mut self, path: &[u8], target: &Path) -> Result<(), ProbeError> {
         use std::os::unix::ffi::OsStrExt;
+        if !path.starts_with(&self.under) {
+            return Ok(());
+        }
         if !symlink_stays_inside(path, target.as_os_str().as_bytes()) {
             return Err(git_err(format!(
                 "{} is a symlink out of the tree (to {}); the snapshot does not follow it: make it relative and inside the tree, or leave it out",

@@ -26,6 +26,10 @@ const CHUNK: u64 = 8 * 1024 * 1024;
 
 pub(crate) fn make_writable(dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
+    // Never through a symlink: only a real directory's own subtree is touched.
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
     // An explicit stack, not recursion: the tree is the agent's.
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
@@ -290,6 +294,7 @@ pub fn apply(
     }
     remove_matching(snap_root, &globs, deadline)?;
     write_base(&g, snap_root, &entries)?;
+    refuse_shadows(snap_root, &entries)?;
     let laid = entries
         .into_iter()
         .filter(|e| e.mode == "100644" || e.mode == "100755" || e.mode == "120000")
@@ -300,6 +305,41 @@ pub fn apply(
         })
         .collect();
     Ok((base_commit, laid))
+}
+
+/// A protected Python module `X.py` loses to a package `X/` or an extension `X.*.so`
+/// beside it (Python's finder tries packages and extensions first): a `conftest/`
+/// package of the agent's replaced the protected `conftest.py` and forged the reports.
+fn refuse_shadows(snap_root: &Path, entries: &[Entry]) -> Result<(), ProbeError> {
+    for e in entries.iter().filter(|e| e.mode != "120000") {
+        let Some(stem) = e.rel.strip_suffix(".py") else {
+            continue;
+        };
+        let (dir, name) = match stem.rsplit_once('/') {
+            Some((d, n)) => (snap_root.join(d), n),
+            None => (snap_root.to_path_buf(), stem),
+        };
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for other in rd.flatten() {
+            let n = other.file_name().to_string_lossy().into_owned();
+            let package = n == name;
+            let extension = n
+                .strip_prefix(name)
+                .and_then(|r| r.strip_prefix('.'))
+                .is_some_and(|ext| ext.ends_with("so") || ext.ends_with("pyd"));
+            if package || extension {
+                return Err(perr(format!(
+                    "{} would be imported in place of the protected {} (a package or extension module of the same name); remove it",
+                    stem.rsplit_once('/')
+                        .map_or(n.clone(), |(d, _)| format!("{d}/{n}")),
+                    e.rel
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A file laid from the base, to check after the run that it is still the base's.

@@ -6,8 +6,8 @@
 //! takes an artefact for fresh because the agent set a source file's time back.
 //!
 //! Snapshots live in a slot per root and command under the gate's temporary directory
-//! (`$TMPDIR/evident-UID/KEY/`), locked while a run uses it; the slot keeps a build cache
-//! (cargo's target directory) beside the snapshot, never inside it.
+//! (`$TMPDIR/evident-UID/KEY/`), locked while a run uses it and emptied for every run:
+//! nothing a run's code writes there is read by the next run.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -30,17 +30,12 @@ pub struct Snapshot {
     _lock: std::fs::File,
     /// The snapshot of the root (where the command's `cwd` is resolved).
     pub root: PathBuf,
-    /// The slot: the snapshot, its private directories and its build cache.
+    /// The slot: the snapshot and its private directories (the sandbox's writable area).
     pub slot: PathBuf,
     /// The private temporary directory (`TMPDIR`), emptied for every run.
     pub tmp: PathBuf,
     /// Where the gate's own reports go (pytest's JUnit), outside the snapshot.
     pub reports: PathBuf,
-    /// A build cache kept between runs of this slot (cargo's target directory).
-    pub cache: PathBuf,
-    /// Python's bytecode cache (`PYTHONPYCACHEPREFIX`), in the build cache; the part
-    /// mirroring the snapshot is emptied for every run.
-    pub pycache: PathBuf,
     /// `sha256:…` of the claimed tree the snapshot was copied from (the same hash as
     /// the claim's `tree_hash`); `None` for a root that is not a git work tree.
     pub tree_hash: Option<String>,
@@ -83,17 +78,9 @@ pub async fn take(req: Request<'_>) -> Result<Snapshot, ProbeError> {
     let snap_top = slot.join("tree");
     let tmp = slot.join("tmp");
     let reports = slot.join("reports");
-    let cache = slot.join("cache");
     for d in [&snap_top, &tmp, &reports] {
         clear(d)?;
     }
-    std::fs::create_dir_all(&cache).map_err(|e| serr(format!("the build cache: {e}")))?;
-    let pycache = cache.join("pycache");
-    let mirror = snap_top
-        .strip_prefix("/")
-        .map(|rel| pycache.join(rel))
-        .unwrap_or_else(|_| pycache.join("tree"));
-    clear(&mirror)?;
 
     let deadline = req.deadline;
     let (tree_hash, files, bytes, left_out, prefix, top) =
@@ -113,7 +100,10 @@ pub async fn take(req: Request<'_>) -> Result<Snapshot, ProbeError> {
                     None => w.resolve("HEAD").await?,
                 };
                 let (changes, copier) = w
-                    .snapshot(commit.as_deref(), Copier::new(snap_top.clone(), deadline))
+                    .snapshot(
+                        commit.as_deref(),
+                        Copier::new(snap_top.clone(), &prefix, deadline),
+                    )
                     .await?;
                 (
                     Some(changes.tree_hash),
@@ -165,8 +155,6 @@ pub async fn take(req: Request<'_>) -> Result<Snapshot, ProbeError> {
         slot,
         tmp,
         reports,
-        cache,
-        pycache,
         tree_hash,
         files,
         bytes,
@@ -188,7 +176,9 @@ async fn open_repo(root: &Path, path_var: Option<&str>) -> Result<Option<Witness
     Witness::open(root, path_var).await.map(Some)
 }
 
-/// A file of the slot's cache for `spec` run in `root` (the base's test results).
+/// Where the base's test results for `spec` run in `root` are kept: beside the slots,
+/// never inside one (a run writes only its slot: code under test rewrote the results
+/// the next run trusted).
 pub(crate) fn cache_file(
     root: &Path,
     spec: &CommandSpec,
@@ -196,8 +186,12 @@ pub(crate) fn cache_file(
 ) -> Result<PathBuf, ProbeError> {
     let root = std::fs::canonicalize(root)
         .map_err(|e| serr(format!("the root: {}", paths::io_reason(&e))))?;
-    let dir = slot_dir(&root, spec)?.join("cache");
-    std::fs::create_dir_all(&dir).map_err(|e| serr(format!("{}: {e}", dir.display())))?;
+    let slot = slot_dir(&root, spec)?;
+    let dir = slot
+        .parent()
+        .map(|p| p.join("results"))
+        .ok_or_else(|| serr("the slot has no parent"))?;
+    private_dir(&dir)?;
     Ok(dir.join(name))
 }
 
@@ -234,17 +228,39 @@ fn slot_dir(root: &Path, spec: &CommandSpec) -> Result<PathBuf, ProbeError> {
         .take(32)
         .collect::<String>();
     let slot = base.join(format!("{name}-{key}"));
-    std::fs::create_dir_all(&slot).map_err(|e| serr(format!("{}: {e}", slot.display())))?;
+    private_dir(&slot)?;
     Ok(slot)
+}
+
+/// Make `dir` (or find it) as a real directory of this user's, never through a
+/// symlink (a run's code, or another process, could plant one to make the gate write
+/// elsewhere).
+pub(crate) fn private_dir(dir: &Path) -> Result<(), ProbeError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(serr(format!("{}: {e}", dir.display()))),
+    }
+    let m = std::fs::symlink_metadata(dir).map_err(|e| serr(format!("{}: {e}", dir.display())))?;
+    if !m.is_dir() || m.uid() != rustix::process::getuid().as_raw() {
+        return Err(serr(format!(
+            "{} is not a directory of this user's (a symlink?); remove it",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Lock the slot (another run of the same check waits for it, up to the deadline).
 async fn lock_slot(slot: &Path, deadline: Instant) -> Result<std::fs::File, ProbeError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = slot.join("lock");
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(|e| serr(format!("{}: {e}", path.display())))?;
     loop {
@@ -266,11 +282,18 @@ async fn lock_slot(slot: &Path, deadline: Instant) -> Result<std::fs::File, Prob
 /// Remove `dir` with everything in it (a run may leave read-only directories) and make
 /// it again, empty.
 fn clear(dir: &Path) -> Result<(), ProbeError> {
-    if std::fs::symlink_metadata(dir).is_ok() {
-        protect::make_writable(dir);
-        std::fs::remove_dir_all(dir).map_err(|e| serr(format!("{}: {e}", dir.display())))?;
+    match std::fs::symlink_metadata(dir) {
+        // A symlink (planted by an earlier run's code) is removed, never followed.
+        Ok(m) if !m.is_dir() => {
+            std::fs::remove_file(dir).map_err(|e| serr(format!("{}: {e}", dir.display())))?
+        }
+        Ok(_) => {
+            protect::make_writable(dir);
+            std::fs::remove_dir_all(dir).map_err(|e| serr(format!("{}: {e}", dir.display())))?;
+        }
+        Err(_) => {}
     }
-    std::fs::create_dir_all(dir).map_err(|e| serr(format!("{}: {e}", dir.display())))
+    private_dir(dir)
 }
 
 /// The owner's overlay: a directory copied over the snapshot's root, or a unified diff

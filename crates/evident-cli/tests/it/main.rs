@@ -23,5 +23,6 @@ mod secrets;
 mod serve;
 mod snapshot;
 mod support;
+mod swebench;
 mod verify;
 mod web;

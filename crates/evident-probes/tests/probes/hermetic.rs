@@ -442,3 +442,178 @@ async fn counts_come_from_pytests_report_whatever_it_prints() {
         "{o:?}"
     );
 }
+
+/// Red team (05): a package `conftest/` whose `__init__.py` forges the reports, beside
+/// the protected `conftest.py` (Python imports the package first). Refused, named.
+/// Twin: the protected conftest alone.
+#[tokio::test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+async fn a_package_shadowing_a_protected_module_is_refused() {
+    if pytest_missing() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    git(d.path(), &["init", "-q", "-b", "main"]);
+    write(d.path(), "calc.py", CALC_RIGHT);
+    write(d.path(), "conftest.py", "# the owner's\n");
+    write(d.path(), "test_calc.py", TEST_CALC);
+    git(d.path(), &["add", "."]);
+    git(d.path(), &["commit", "-q", "-m", "base"]);
+    let base = git(d.path(), &["rev-parse", "HEAD"]);
+    let s = protected_pytest(&base, "");
+    let c = ctx(d.path());
+    write(d.path(), "calc.py", CALC_WRONG);
+    write(
+        d.path(),
+        "conftest/__init__.py",
+        "import os, pytest\n__file__ = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'conftest.py')\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    rep = outcome.get_result()\n    if rep.failed:\n        rep.outcome = 'passed'\n        rep.longrepr = None\n",
+    );
+    let e = err(run(&s, &c, 120.0).await);
+    assert!(
+        e.to_string()
+            .contains("in place of the protected conftest.py"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(d.path().join("conftest")).unwrap();
+    write(d.path(), "calc.py", CALC_RIGHT);
+    let o = ok(run(&s, &c, 120.0).await);
+    assert_eq!(o["passed"], json!(1), "{o:?}");
+}
+
+/// Red team (10): code under test deletes pytest's report on its way out and prints a
+/// passing summary: the printed text is never read in the report's place. Twin: the
+/// honest run is counted from its report.
+#[tokio::test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+async fn a_deleted_report_is_not_replaced_by_printed_text() {
+    if pytest_missing() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let base = calc_repo(d.path());
+    let s = protected_pytest(&base, "");
+    let c = ctx(d.path());
+    write(
+        d.path(),
+        "calc.py",
+        "import atexit, os, sys\n\ndef _forge():\n    for a in sys.argv:\n        if a.startswith('--junitxml='):\n            os.remove(a.split('=', 1)[1])\n    print('1 passed in 0.01s', flush=True)\n    os._exit(0)\n\natexit.register(_forge)\n\ndef add(a, b):\n    return a - b\n",
+    );
+    let o = ok(run(&s, &c, 120.0).await);
+    assert_eq!(o["ran"], json!(false), "{o:?}");
+    assert!(o.get("passed").is_none(), "{o:?}");
+    write(d.path(), "calc.py", CALC_RIGHT);
+    let o = ok(run(&s, &c, 120.0).await);
+    assert_eq!(
+        (o["ran"].clone(), o["passed"].clone()),
+        (json!(true), json!(1)),
+        "{o:?}"
+    );
+}
+
+/// Red team (13): a base where no test passes judges nothing: an error, not a pass.
+/// Twin: the same project with its base passing.
+#[tokio::test]
+#[cfg_attr(
+    not(evident_services),
+    ignore = "needs pytest: .ci/run installs it and runs this (see README, Development)"
+)]
+async fn base_tests_refuse_a_base_where_nothing_passes() {
+    if pytest_missing() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    git(d.path(), &["init", "-q", "-b", "main"]);
+    write(d.path(), ".gitignore", "_version.py\n");
+    write(
+        d.path(),
+        "calc.py",
+        &format!("from _version import V\n{CALC_RIGHT}"),
+    );
+    write(d.path(), "_version.py", "V = 1\n");
+    write(d.path(), "test_calc.py", TEST_CALC);
+    git(d.path(), &["add", "."]);
+    git(d.path(), &["commit", "-q", "-m", "base"]);
+    let base = git(d.path(), &["rev-parse", "HEAD"]);
+    let s = src(&format!(
+        r#"{{ command = {{ argv = ["python3", "-m", "pytest", "-q"], inherit_env = ["PATH"], timeout_s = 120, base_tests = "{base}" }} }}"#
+    ));
+    let c = ctx(d.path());
+    write(
+        d.path(),
+        "calc.py",
+        &format!("from _version import V\n{CALC_WRONG}"),
+    );
+    let e = err(run(&s, &c, 240.0).await);
+    assert!(e.to_string().contains("no test passed at the base"), "{e}");
+    // Twin: the generated module committed, the base passes, the break regresses.
+    write(d.path(), ".gitignore", "");
+    write(
+        d.path(),
+        "calc.py",
+        &format!("from _version import V\n{CALC_RIGHT}"),
+    );
+    git(d.path(), &["add", "."]);
+    git(d.path(), &["commit", "-q", "-m", "base 2"]);
+    let base2 = git(d.path(), &["rev-parse", "HEAD"]);
+    write(
+        d.path(),
+        "calc.py",
+        &format!("from _version import V\n{CALC_WRONG}"),
+    );
+    let s = src(&format!(
+        r#"{{ command = {{ argv = ["python3", "-m", "pytest", "-q"], inherit_env = ["PATH"], timeout_s = 120, base_tests = "{base2}" }} }}"#
+    ));
+    let o = ok(run(&s, &c, 240.0).await);
+    assert_eq!(
+        (o["regressed"].clone(), o["base_passed"].clone()),
+        (json!(1), json!(1)),
+        "{o:?}"
+    );
+}
+
+/// Red team (04, 12): a test that sets every artefact of the build directory to the
+/// year 2100 made the next run link them. Each run now builds in a directory of its
+/// own. Twin: the honest change passes.
+#[tokio::test]
+async fn artefacts_an_earlier_run_wrote_are_never_linked() {
+    let d = tempfile::tempdir().unwrap();
+    git(d.path(), &["init", "-q", "-b", "main"]);
+    write(
+        d.path(),
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    let lib = |op: &str, poison: bool| {
+        let p = if poison {
+            "\n    #[test]\n    fn poison() {\n        let t = std::env::var(\"CARGO_TARGET_DIR\").unwrap_or_default();\n        let _ = std::process::Command::new(\"find\").args([t.as_str(), \"-exec\", \"touch\", \"-d\", \"2100-01-01\", \"{}\", \"+\"]).status();\n    }\n"
+        } else {
+            ""
+        };
+        format!(
+            "pub fn add(a: i32, b: i32) -> i32 {{ a {op} b }}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn adds() {{ assert_eq!(super::add(2, 3), 5); }}\n{p}}}\n"
+        )
+    };
+    write(d.path(), "src/lib.rs", &lib("+", false));
+    git(d.path(), &["add", "."]);
+    git(d.path(), &["commit", "-q", "-m", "base"]);
+    let s = src(
+        r#"{ command = { argv = ["cargo", "test", "--offline"], inherit_env = ["PATH", "HOME", "CARGO_HOME", "RUSTUP_HOME"], timeout_s = 300 } }"#,
+    );
+    let c = ctx(d.path());
+    write(d.path(), "src/lib.rs", &lib("+", true));
+    let o = ok(run(&s, &c, 300.0).await);
+    assert_eq!(o["passed"], json!(2), "{o:?}");
+    write(d.path(), "src/lib.rs", &lib("-", false));
+    let o = ok(run(&s, &c, 300.0).await);
+    assert_eq!(
+        (o["failed"].clone(), o["passed"].clone()),
+        (json!(1), json!(0)),
+        "{o:?}"
+    );
+}
