@@ -260,4 +260,42 @@ fn the_default_ledger_leaves_nothing_in_the_tree() {
             "{at}"
         );
     }
+
+    // A file the agent left: refuted, and the refusal names it (the reason and the
+    // report's line for the check; the JSON observation under `unclean_paths`).
+    std::fs::write(r.join("notes.txt"), "x").unwrap();
+    let out = crate::support::evident_without_ledger()
+        .current_dir(&r)
+        .env("XDG_STATE_HOME", &state)
+        .args(["gate", "contract.toml", "claim.json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let reason = text
+        .lines()
+        .find(|l| l.starts_with("reason"))
+        .unwrap_or_default();
+    assert!(
+        reason.contains("clean expected true but observed false (differs from HEAD at notes.txt)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not clean, differs from HEAD at: notes.txt"),
+        "{text}"
+    );
+    let out = crate::support::evident_without_ledger()
+        .current_dir(&r)
+        .env("XDG_STATE_HOME", &state)
+        .args(["gate", "contract.toml", "claim.json", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let observed = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|e| e["observed_value"].get("unclean_paths"))
+        .cloned();
+    assert_eq!(observed, Some(serde_json::json!(["notes.txt"])), "{v}");
 }
