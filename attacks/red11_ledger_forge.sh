@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# red11: the ledger lies where the agent can write it (as `.evident/ledger.db` in its
-# tree does). The owner's gate signs with its key and checkpoints to a file the agent
+# red11: the ledger lies where the agent can write it (as `--ledger .evident/ledger.db`
+# in its tree does; the default of earlier versions). The owner's gate signs with its key and checkpoints to a file the agent
 # cannot write. The agent: (a) appends a "verified" record of its own contract,
 # unsigned and signed with its own key; (b) edits the refuted record to verified and
 # re-hashes; (c) truncates the refuted tail; (d) swaps in another ledger the same gate

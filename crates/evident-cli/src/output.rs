@@ -11,9 +11,11 @@ pub struct RecordArgs {
     /// Do not append this decision to the ledger.
     #[arg(long)]
     pub no_record: bool,
-    /// The ledger: a SQLite file path or `postgres://…` (default: $EVIDENT_LEDGER, else
-    /// `.evident/ledger.db` in the current directory, created on first use). Keep it
-    /// outside the agent's working tree.
+    /// The ledger: a SQLite file path or `postgres://…` (default: $EVIDENT_LEDGER, else the
+    /// current repository's ledger, outside its working tree, at
+    /// $XDG_STATE_HOME/evident/ledgers/NAME-HASH/ledger.db; without XDG_STATE_HOME
+    /// ~/.local/state/evident/…, on macOS ~/Library/Application Support/evident/…; created
+    /// on first use). Keep it where the agent cannot write.
     #[arg(long, value_name = "PATH|URL")]
     pub ledger: Option<String>,
     /// After recording, append a checkpoint of the ledger's head (its record count and

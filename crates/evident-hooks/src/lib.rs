@@ -285,7 +285,7 @@ fn repo_dir(agent: Agent, event: &Event, env: Env<'_>) -> Result<PathBuf, HookEr
 fn state_dir(opts: &Options, env: Env<'_>) -> Result<PathBuf, HookError> {
     opts.state_dir
         .clone()
-        .or_else(|| state::default_dir(env))
+        .or_else(|| evident_ledger::place::state_dir(env))
         .ok_or_else(|| "no state directory: set --state-dir, XDG_STATE_HOME or HOME".into())
 }
 

@@ -1,8 +1,9 @@
 //! The hook's state, outside the working tree: one file per session (its baseline,
 //! its consecutive refusals, its last decision) and one lock per repository.
 //!
-//! Layout under the state directory (`--state-dir`, else `$XDG_STATE_HOME/evident`,
-//! else `~/.local/state/evident`):
+//! Layout under the state directory (`--state-dir`, else evident's state directory,
+//! [`evident_ledger::place::state_dir`]: `$XDG_STATE_HOME/evident`, else
+//! `~/.local/state/evident`, on macOS `~/Library/Application Support/evident`):
 //! `sessions/<id>.json` and `locks/<repo>.lock`, where `<id>` is the session id with
 //! every character outside `[A-Za-z0-9_-]` dropped (at most 48 kept) followed by a hash
 //! of the raw id and the repository, so two sessions (or one session in two
@@ -14,16 +15,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-
-/// The default state directory, from the environment.
-pub fn default_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    if let Some(x) = env("XDG_STATE_HOME").filter(|x| x.starts_with('/')) {
-        return Some(Path::new(&x).join("evident"));
-    }
-    env("HOME")
-        .filter(|h| h.starts_with('/'))
-        .map(|h| Path::new(&h).join(".local/state/evident"))
-}
 
 /// What a session has recorded.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -4,6 +4,8 @@
 //!   hash is signed ([`attest`], keys and trust lists from evident-sign).
 //! - [`Ledger`]: the hash-chained store, a SQLite file by default or a PostgreSQL
 //!   schema when several machines share it. [`open`] picks the store from a location.
+//! - [`place`]: the state directory outside every working tree, where the default
+//!   ledger of each repository lives (and the agent hooks' state).
 //!
 //! The API is blocking: the ledger runs its own small tokio runtime and may be called
 //! from synchronous code or from inside another runtime (it then works on a scoped
@@ -11,7 +13,9 @@
 //!
 //! ```no_run
 //! use evident_ledger::{open, NewEntry};
-//! let ledger = open(None)?; // $EVIDENT_LEDGER, else .evident/ledger.db
+//! // $EVIDENT_LEDGER, else this repository's ledger in the state directory
+//! // (~/.local/state/evident/ledgers/<repo>-<hash>/ledger.db): never in the working tree.
+//! let ledger = open(None)?;
 //! let record = ledger.append(NewEntry {
 //!     kind: "verify".into(),
 //!     task_id: Some("deploy-4471".into()),
@@ -31,6 +35,7 @@ mod appender;
 pub mod attest;
 pub mod canon;
 pub mod depth;
+pub mod place;
 pub mod record;
 pub mod redact;
 mod store;
@@ -81,8 +86,11 @@ pub(crate) fn refuse_too_deep(e: &NewEntry, location: &str) -> Result<()> {
 
 /// The environment variable naming the ledger when no location is given.
 pub const ENV_VAR: &str = "EVIDENT_LEDGER";
-/// The default ledger, relative to the current directory.
-pub const DEFAULT_PATH: &str = ".evident/ledger.db";
+/// The default ledger of earlier versions, relative to the current directory: inside
+/// the working tree, where an agent could write it and where it made a `git` check's
+/// `clean = true` fail. No longer used unless named (`--ledger .evident/ledger.db`);
+/// [`open`] says so when it finds one (see [`place`] for the default now).
+pub const LEGACY_PATH: &str = ".evident/ledger.db";
 /// For crash tests only: when set to a number of milliseconds, every append pauses that
 /// long after inserting its record and before committing, and says so on stderr, so a
 /// test can kill the process at exactly that point.
@@ -170,10 +178,10 @@ impl std::fmt::Debug for Ledger {
 }
 
 /// Open (creating on first use) the ledger at `location`; `None` means the
-/// `EVIDENT_LEDGER` environment variable, else `.evident/ledger.db` in the current
-/// directory. A location is a file path (`sqlite:` prefix optional) or a
-/// `postgres://…` / `postgresql://…` URL; `?schema=NAME` picks the PostgreSQL schema
-/// (default `evident`).
+/// `EVIDENT_LEDGER` environment variable, else the current repository's ledger in the
+/// state directory ([`default_location`]). A location is a file path (`sqlite:` prefix
+/// optional) or a `postgres://…` / `postgresql://…` URL; `?schema=NAME` picks the
+/// PostgreSQL schema (default `evident`).
 pub fn open(location: Option<&str>) -> Result<Ledger> {
     Ledger::open(location, true)
 }
@@ -185,28 +193,79 @@ pub fn open_existing(location: Option<&str>) -> Result<Ledger> {
 }
 
 /// The location `open(None)` uses, with any password hidden (for messages).
-pub fn default_location_shown() -> String {
-    redact_dsn(&resolve(None))
+pub fn default_location_shown() -> Result<String> {
+    resolve(None).map(|r| redact_dsn(&r.raw))
+}
+
+/// The default ledger (without `--ledger` and `$EVIDENT_LEDGER`):
+/// `<state>/ledgers/<key>/ledger.db` for the repository the current directory lies in
+/// ([`place::default_ledger_in`]), outside every working tree, one per repository.
+pub fn default_location() -> Result<PathBuf> {
+    let refused = |message: String| Error {
+        kind: ErrorKind::Location,
+        location: "(the default ledger)".into(),
+        message,
+    };
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| refused(format!("cannot read the current directory: {e}")))?;
+    place::default_ledger_in(&cwd, &place::process_env).ok_or_else(|| {
+        refused(format!(
+            "no state directory to keep it in: neither $XDG_STATE_HOME nor $HOME is an absolute path; name a ledger with --ledger or ${ENV_VAR}"
+        ))
+    })
 }
 
 /// The SQLite file a location names (after `$EVIDENT_LEDGER` and the default), or
 /// `None` for PostgreSQL or a location that does not parse. For checking where a
 /// ledger lies.
 pub fn sqlite_path(location: Option<&str>) -> Option<PathBuf> {
-    match parse_location(&resolve(location)) {
+    match parse_location(&resolve(location).ok()?.raw) {
         Ok((Location::Sqlite(path), _)) => Some(path),
         _ => None,
     }
 }
 
-fn resolve(location: Option<&str>) -> String {
-    match location {
-        Some(l) => l.to_string(),
+/// A location as given, or as chosen when none was.
+struct Resolved {
+    raw: String,
+    /// Chosen by default (no location, no `$EVIDENT_LEDGER`).
+    default: bool,
+}
+
+fn resolve(location: Option<&str>) -> Result<Resolved> {
+    let given = |raw: String| Resolved {
+        raw,
+        default: false,
+    };
+    Ok(match location {
+        Some(l) => given(l.to_string()),
         None => match std::env::var(ENV_VAR) {
-            Ok(v) if !v.trim().is_empty() => v,
-            _ => DEFAULT_PATH.to_string(),
+            Ok(v) if !v.trim().is_empty() => given(v),
+            _ => Resolved {
+                raw: default_location()?.display().to_string(),
+                default: true,
+            },
         },
+    })
+}
+
+/// Once per process, when the default ledger is used: if this directory holds the
+/// default ledger of earlier versions ([`LEGACY_PATH`]) and the default one does not
+/// exist yet, a note on stderr. The new default starts a chain of its own (the tree
+/// stays clean); the note says how to keep the old chain instead.
+fn note_legacy(default: &Path) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    if default.exists() || !Path::new(LEGACY_PATH).is_file() {
+        return;
     }
+    ONCE.call_once(|| {
+        eprintln!(
+            "note: the default ledger is now {new}, outside the working tree; this directory holds the ledger of earlier versions, {LEGACY_PATH}, whose chain the new one does not continue. hint: to keep using it, pass --ledger {LEGACY_PATH} (or set {ENV_VAR}); to continue its chain at the new default (and leave the tree clean), move it there (with its -wal file, if any): mkdir -p '{dir}' && mv {LEGACY_PATH}* '{dir}/'",
+            new = default.display(),
+            dir = default.parent().unwrap_or(default).display(),
+        );
+    });
 }
 
 evident_format::message_error! {
@@ -316,7 +375,10 @@ fn scrub(message: &str, secrets: &[String]) -> String {
 
 impl Ledger {
     fn open(location: Option<&str>, create: bool) -> Result<Ledger> {
-        let raw = resolve(location);
+        let Resolved { raw, default } = resolve(location)?;
+        if default {
+            note_legacy(Path::new(&raw));
+        }
         let shown = redact_dsn(&raw);
         let (location, secrets) = parse_location(&raw).map_err(|BadLocation(message)| Error {
             kind: ErrorKind::Location,
@@ -340,11 +402,18 @@ impl Ledger {
                 });
             }
             if create && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).map_err(|e| Error {
-                    kind: ErrorKind::Store,
-                    location: shown.clone(),
-                    message: format!("cannot create directory {}: {e}", parent.display()),
-                })?;
+                // The default's directories are the user's alone (claims and verdicts).
+                use std::os::unix::fs::DirBuilderExt as _;
+                let mode = if default { 0o700 } else { 0o777 };
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(mode)
+                    .create(parent)
+                    .map_err(|e| Error {
+                        kind: ErrorKind::Store,
+                        location: shown.clone(),
+                        message: format!("cannot create directory {}: {e}", parent.display()),
+                    })?;
             }
         }
         let ledger = Ledger {
@@ -869,8 +938,3 @@ pub fn parse_time_bound(text: &str, now: time::OffsetDateTime) -> Result<String,
     "{0:?} is not a time: use RFC 3339 (2026-08-27T18:04:09Z), a date (2026-08-27) or an age (30m, 2h, 7d)"
 )]
 pub struct BadTimeBound(pub String);
-
-/// Default SQLite path for a directory (`<dir>/.evident/ledger.db`).
-pub fn default_path_in(dir: &Path) -> PathBuf {
-    dir.join(DEFAULT_PATH)
-}

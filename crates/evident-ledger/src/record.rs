@@ -240,7 +240,7 @@ pub fn hash_body(body: &str) -> String {
 }
 
 /// Lowercase hex of a SHA-256, without allocating.
-fn sha256_hex(bytes: &[u8]) -> [u8; 64] {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> [u8; 64] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let d = Sha256::digest(bytes);
     let mut out = [0u8; 64];

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 pub struct Recording {
     /// Do not record.
     pub off: bool,
-    /// A SQLite path or `postgres://…` (default: `$EVIDENT_LEDGER`, else
-    /// `.evident/ledger.db` in the current directory).
+    /// A SQLite path or `postgres://…` (default: `$EVIDENT_LEDGER`, else the current
+    /// repository's ledger in the state directory, [`evident_ledger::default_location`]).
     pub ledger: Option<String>,
     /// After recording, append a signed checkpoint of the ledger's head here (needs a key).
     pub checkpoint: Option<PathBuf>,

@@ -374,9 +374,11 @@ async fn observe_with(
         .run(&["rev-parse", "--is-bare-repository"], KEEP)
         .await?;
     if String::from_utf8_lossy(&bare.stdout.kept).trim() == "false" {
-        let deadline = std::time::Instant::now() + limit;
-        let clean = clean(git, deadline, 0).await?;
-        obj.insert("clean".into(), Value::Bool(clean));
+        let found = clean(git, Budget::of(limit), 0).await?;
+        obj.insert("clean".into(), Value::Bool(!found.dirty));
+        if found.dirty {
+            found.insert_into(&mut obj, ctx_secrets);
+        }
     }
 
     if let (Some(file), Some(commit)) = (file, &commit) {
@@ -471,6 +473,121 @@ fn show(path: &[u8]) -> String {
     String::from_utf8_lossy(path).into_owned()
 }
 
+/// At most this many paths that differ are named ([`UNCLEAN_PATHS`]); the rest are
+/// counted ([`UNCLEAN_MORE`]).
+pub const MAX_UNCLEAN_NAMED: usize = 20;
+/// The observed keys beside `clean = false` (defined with the words rules make of
+/// them, [`evident_rules::unclean`]).
+pub use evident_rules::unclean::{UNCLEAN_MORE, UNCLEAN_PATHS, UNCLEAN_STOPPED};
+
+/// How long `clean` may take: past `deadline` it is an error (the caller's time limit
+/// ends then too), and once the tree is known to be unclean the search for more paths
+/// to name stops at `naming`, well before, so naming them never costs the verdict.
+#[derive(Clone, Copy)]
+struct Budget {
+    deadline: std::time::Instant,
+    naming: std::time::Instant,
+}
+
+impl Budget {
+    fn of(limit: std::time::Duration) -> Budget {
+        let now = std::time::Instant::now();
+        Budget {
+            deadline: now + limit,
+            naming: now + limit * 3 / 4,
+        }
+    }
+}
+
+/// What makes the work tree unclean: the paths that differ from HEAD (staged, changed,
+/// missing, in a submodule, untracked, a `.gitignore` that hides itself), the first
+/// [`MAX_UNCLEAN_NAMED`] named in the order found and the rest counted.
+#[derive(Default)]
+struct Unclean {
+    /// Not clean (a path was found).
+    dirty: bool,
+    named: Vec<Vec<u8>>,
+    more: u64,
+    /// Why the search stopped before every path was looked at, after the first.
+    stopped: Option<String>,
+    /// Staged paths, named once even when the work tree differs there too.
+    staged: std::collections::HashSet<Vec<u8>>,
+}
+
+impl Unclean {
+    fn add(&mut self, path: &[u8]) {
+        self.dirty = true;
+        if self.staged.contains(path) {
+            return;
+        }
+        if self.named.len() < MAX_UNCLEAN_NAMED {
+            self.named.push(path.to_vec());
+        } else {
+            self.more += 1;
+        }
+    }
+
+    fn add_staged(&mut self, path: &[u8]) {
+        self.add(path);
+        self.staged.insert(path.to_vec());
+    }
+
+    /// A submodule's findings, their paths already under the submodule's.
+    fn merge(&mut self, inner: Unclean) {
+        self.dirty |= inner.dirty;
+        for p in &inner.named {
+            self.add(p);
+        }
+        self.more += inner.more;
+        if let Some(why) = inner.stopped {
+            self.stop(why);
+        }
+    }
+
+    fn stop(&mut self, why: impl Into<String>) {
+        self.stopped.get_or_insert_with(|| why.into());
+    }
+
+    /// Once the tree is known to be unclean, whatever goes wrong next only ends the
+    /// search for more paths to name: the result (`clean = false`) stands. Before that,
+    /// it is the observation's error, as it always was.
+    fn soft<T>(&mut self, r: Result<T, ProbeError>) -> Result<Option<T>, ProbeError> {
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if self.dirty => {
+                self.stop(e.to_string());
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether to go on looking: always while nothing is found; after that, while the
+    /// naming budget lasts.
+    fn go_on(&mut self, budget: Budget) -> bool {
+        if self.dirty && std::time::Instant::now() > budget.naming {
+            self.stop("the rest of the tree was not looked at in time");
+            return false;
+        }
+        true
+    }
+
+    /// The observed keys: [`UNCLEAN_PATHS`] (scrubbed of the contract's secrets),
+    /// [`UNCLEAN_MORE`], and [`UNCLEAN_STOPPED`] when the search stopped early.
+    fn insert_into(&self, obj: &mut Map<String, Value>, secrets: &crate::Scrubber) {
+        let named = self
+            .named
+            .iter()
+            .map(|p| Value::from(secrets.scrub(&show(p))))
+            .collect();
+        obj.insert(UNCLEAN_PATHS.into(), Value::Array(named));
+        obj.insert(UNCLEAN_MORE.into(), Value::from(self.more));
+        if let Some(why) = &self.stopped {
+            obj.insert(UNCLEAN_STOPPED.into(), Value::from(secrets.scrub(why)));
+        }
+    }
+}
+
 /// Is the work tree exactly the commit at HEAD: no staged change, no tracked file whose
 /// content, type or executable bit differs, none missing, no untracked file? Computed
 /// without trusting the index's flags or stat cache (which the repository's writer
@@ -480,8 +597,16 @@ fn show(path: &[u8]) -> String {
 /// `core.excludesFile` are not read. Refused (an error): skip-worktree entries (sparse
 /// checkouts), and a differing file whose attributes name a content conversion git
 /// would apply (a filter other than LFS, `text`, `eol`, `ident`...), since whether it
-/// is clean depends on a program or rule this probe does not run.
-async fn clean(git: &Git, deadline: std::time::Instant, depth: usize) -> Result<bool, ProbeError> {
+/// is clean depends on a program or rule this probe does not run — unless another path
+/// already made the tree unclean.
+///
+/// Returns the paths that make it unclean ([`Unclean`]; clean when none). Every step
+/// runs even after the first difference, to name the others, but from then on an
+/// error or the naming budget only stops the search ([`Unclean::soft`]): whether the
+/// tree is clean, and every error that decides it, is as if the probe had stopped at
+/// the first difference.
+async fn clean(git: &Git, budget: Budget, depth: usize) -> Result<Unclean, ProbeError> {
+    let mut found = Unclean::default();
     let top = listing(git, &["rev-parse", "--show-toplevel"], &[]).await?;
     let top = PathBuf::from(
         String::from_utf8_lossy(&top)
@@ -527,16 +652,23 @@ async fn clean(git: &Git, deadline: std::time::Instant, depth: usize) -> Result<
 
     // The index: flags first, then staged changes.
     let flags = run_at(at(&["ls-files", "-z", "-v"]), vec![]).await?;
-    let mut index_entries = 0usize;
+    // With an unborn HEAD every entry is a staged change.
+    let mut index_paths: Vec<&[u8]> = Vec::new();
     for e in flags.split(|&b| b == 0).filter(|e| !e.is_empty()) {
-        index_entries += 1;
-        if let [tag, b' ', path @ ..] = e
-            && (*tag == b'S' || *tag == b's')
-        {
-            return Err(git_err(format!(
-                "{} is marked skip-worktree in the index (sparse checkout or update-index --skip-worktree): whether it is clean cannot be told",
-                show(path)
-            )));
+        let path = match e {
+            [tag, b' ', path @ ..] => {
+                if *tag == b'S' || *tag == b's' {
+                    return Err(git_err(format!(
+                        "{} is marked skip-worktree in the index (sparse checkout or update-index --skip-worktree): whether it is clean cannot be told",
+                        show(path)
+                    )));
+                }
+                path
+            }
+            _ => e,
+        };
+        if head.is_none() {
+            index_paths.push(path);
         }
     }
     match &head {
@@ -548,55 +680,112 @@ async fn clean(git: &Git, deadline: std::time::Instant, depth: usize) -> Result<
                         &top_s,
                         "diff-index",
                         "--cached",
-                        "--quiet",
+                        "--exit-code",
+                        "--name-only",
+                        "-z",
                         "--no-ext-diff",
                         "--no-textconv",
                         "HEAD",
                         "--",
                     ],
-                    KEEP,
+                    MAX_LIST,
                 )
                 .await?;
             match f.exit_code {
                 Some(0) => {}
-                Some(1) => return Ok(false),
+                Some(1) => {
+                    for p in f.stdout.kept.split(|&b| b == 0).filter(|p| !p.is_empty()) {
+                        found.add_staged(p);
+                    }
+                    // Differences with no name printed (cannot be): still unclean.
+                    found.dirty = true;
+                    if f.stdout.truncated {
+                        found.stop(format!("the staged paths exceed {MAX_LIST} bytes"));
+                    }
+                }
                 _ => return Err(failed("git diff-index --cached", &f)),
             }
         }
-        None if index_entries > 0 => return Ok(false),
-        None => {}
+        None => index_paths.iter().for_each(|p| found.add_staged(p)),
     }
+    drop(index_paths);
 
     // Tracked files, compared with HEAD's blobs by content.
+    if !found.go_on(budget) {
+        return Ok(found);
+    }
     let tracked = match &head {
         Some(commit) => {
-            let root = commit_tree(git, commit, sha256).await?;
-            walk_tree(git, &root, sha256).await?
+            let tree = async {
+                let root = commit_tree(git, commit, sha256).await?;
+                walk_tree(git, &root, sha256).await
+            };
+            match found.soft(tree.await)? {
+                Some(t) => t,
+                None => return Ok(found),
+            }
         }
         None => Vec::new(),
     };
     let top_c = top.clone();
-    let entries = tracked.clone();
-    let compared =
-        tokio::task::spawn_blocking(move || compare_tree(&top_c, &entries, sha256, deadline))
-            .await
-            .map_err(|e| git_err(format!("comparing the work tree failed: {e}")))??;
-    if compared.missing {
-        return Ok(false);
+    let already = found.dirty;
+    let compared = tokio::task::spawn_blocking(move || {
+        compare_tree(&top_c, &tracked, sha256, budget, already)
+    })
+    .await
+    .map_err(|e| git_err(format!("comparing the work tree failed: {e}")));
+    let Some(compared) = found.soft(compared.and_then(|c| c))? else {
+        return Ok(found);
+    };
+    for p in &compared.missing {
+        found.add(p);
     }
-    if !compared.differs.is_empty()
-        && !converted_but_same(git, &top, &top_s, &compared.differs).await?
-    {
-        return Ok(false);
+    if let Some(why) = compared.stopped {
+        found.stop(why);
+        return Ok(found);
+    }
+    if !compared.differs.is_empty() {
+        let r = dirty_after_conversion(git, &top, &top_s, &compared.differs, &mut found).await;
+        found.soft(r)?;
     }
     for (path, oid) in &compared.gitlinks {
-        if !submodule_clean(git, &top, path, oid, deadline, depth).await? {
-            return Ok(false);
+        if !found.go_on(budget) {
+            return Ok(found);
+        }
+        let r = submodule_unclean(git, &top, path, oid, budget, depth).await;
+        if let Some(inner) = found.soft(r)? {
+            found.merge(inner);
         }
     }
 
     // Untracked files: everything not in HEAD (a private index built from it), minus
     // what committed .gitignore files ignore.
+    if !found.go_on(budget) {
+        return Ok(found);
+    }
+    let r = untracked(git, &top_s, head.is_some(), &mut found).await;
+    found.soft(r)?;
+    Ok(found)
+}
+
+/// Adds the untracked paths (and untracked `.gitignore` files that hide themselves).
+async fn untracked(
+    git: &Git,
+    top_s: &str,
+    has_head: bool,
+    found: &mut Unclean,
+) -> Result<(), ProbeError> {
+    let at = |args: &[&str]| -> Vec<String> {
+        ["-C", top_s]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run_at = |args: Vec<String>, env: Vec<(String, String)>| async move {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        listing(git, &refs, &env).await
+    };
     let tmp = tempfile::Builder::new()
         .prefix("evident-git-")
         .tempdir()
@@ -611,21 +800,22 @@ async fn clean(git: &Git, deadline: std::time::Instant, depth: usize) -> Result<
         "GIT_INDEX_FILE".to_string(),
         index.to_string_lossy().into_owned(),
     )];
-    match &head {
-        Some(_) => run_at(at(&["read-tree", "HEAD"]), env.clone()).await?,
-        None => run_at(at(&["read-tree", "--empty"]), env.clone()).await?,
-    };
+    if has_head {
+        run_at(at(&["read-tree", "HEAD"]), env.clone()).await?;
+    } else {
+        run_at(at(&["read-tree", "--empty"]), env.clone()).await?;
+    }
     let others = git
         .run_env(
             &[
                 "-C",
-                &top_s,
+                top_s,
                 "ls-files",
                 "-z",
                 "--others",
                 "--exclude-per-directory=.gitignore",
             ],
-            KEEP,
+            MAX_LIST,
             &env,
         )
         .await?;
@@ -633,7 +823,21 @@ async fn clean(git: &Git, deadline: std::time::Instant, depth: usize) -> Result<
         return Err(failed("git ls-files --others", &others));
     }
     if others.stdout.total > 0 {
-        return Ok(false);
+        let kept = &others.stdout.kept;
+        // A listing cut short ends in a partial name: only whole ones are named.
+        let whole = match kept.iter().rposition(|&b| b == 0) {
+            Some(i) => &kept[..i],
+            None => &[][..],
+        };
+        for p in whole.split(|&b| b == 0).filter(|p| !p.is_empty()) {
+            found.add(p);
+        }
+        found.dirty = true;
+        if others.stdout.truncated {
+            found.stop(format!(
+                "the list of untracked files exceeds {MAX_LIST} bytes"
+            ));
+        }
     }
     let ignored = run_at(
         at(&[
@@ -649,10 +853,13 @@ async fn clean(git: &Git, deadline: std::time::Instant, depth: usize) -> Result<
     .await?;
     // Every tracked .gitignore is in the private index, so one listed here is
     // untracked, and it hides itself: its rules are not the committed ones.
-    let self_hidden = ignored
+    for p in ignored
         .split(|&b| b == 0)
-        .any(|p| p == b".gitignore" || p.ends_with(b"/.gitignore"));
-    Ok(!self_hidden)
+        .filter(|p| *p == b".gitignore" || p.ends_with(b"/.gitignore"))
+    {
+        found.add(p);
+    }
+    Ok(())
 }
 
 #[derive(Clone)]
@@ -664,8 +871,11 @@ struct Tracked {
 
 #[derive(Default)]
 struct Compared {
-    /// A tracked path is gone, or a directory on its way is not a directory.
-    missing: bool,
+    /// Tracked paths that are gone, or have a directory on their way that is not one.
+    missing: Vec<Vec<u8>>,
+    /// Why the comparison stopped early: after a path was found missing (or the tree
+    /// was already unclean), an error or the naming budget ends it, not the probe.
+    stopped: Option<String>,
     /// Tracked paths whose raw content, type or mode differs from HEAD.
     differs: Vec<Tracked>,
     /// Submodules: path and the commit HEAD records.
@@ -760,7 +970,8 @@ fn compare_tree(
     top: &Path,
     entries: &[Tracked],
     sha256: bool,
-    deadline: std::time::Instant,
+    budget: Budget,
+    already_unclean: bool,
 ) -> Result<Compared, ProbeError> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
@@ -769,9 +980,22 @@ fn compare_tree(
     let io = |p: &[u8], e: std::io::Error| {
         git_err(format!("cannot read {}: {}", show(p), paths::io_reason(&e)))
     };
+    // Once the tree is known to be unclean, what goes wrong only stops the comparison.
+    let fail = |out: &mut Compared, e: ProbeError| -> Result<(), ProbeError> {
+        if already_unclean || !out.missing.is_empty() {
+            out.stopped.get_or_insert_with(|| e.to_string());
+            Ok(())
+        } else {
+            Err(e)
+        }
+    };
     for e in entries {
-        if std::time::Instant::now() > deadline {
-            return Err(git_err("the work tree was not compared in time"));
+        let now = std::time::Instant::now();
+        if now > budget.deadline
+            || (now > budget.naming && (already_unclean || !out.missing.is_empty()))
+        {
+            fail(&mut out, git_err("the work tree was not compared in time"))?;
+            return Ok(out);
         }
         // Every directory on the way must be a real directory, not a symlink.
         let mut parents_ok = true;
@@ -793,14 +1017,17 @@ fn compare_tree(
         let full = top.join(std::ffi::OsStr::from_bytes(&e.path));
         let meta = match (parents_ok, std::fs::symlink_metadata(&full)) {
             (false, _) => {
-                out.missing = true;
-                return Ok(out);
+                out.missing.push(e.path.clone());
+                continue;
             }
             (true, Err(err)) if err.kind() == std::io::ErrorKind::NotFound => {
-                out.missing = true;
+                out.missing.push(e.path.clone());
+                continue;
+            }
+            (true, Err(err)) => {
+                fail(&mut out, io(&e.path, err))?;
                 return Ok(out);
             }
-            (true, Err(err)) => return Err(io(&e.path, err)),
             (true, Ok(m)) => m,
         };
         let same = match e.mode {
@@ -808,18 +1035,23 @@ fn compare_tree(
                 let exec = meta.permissions().mode() & 0o100 != 0;
                 meta.is_file()
                     && exec == (e.mode == 0o100755)
-                    && file_blob_id(&full, meta.len(), sha256, None).map_err(|x| io(&e.path, x))?
-                        == e.oid
+                    && match file_blob_id(&full, meta.len(), sha256, None) {
+                        Ok(id) => id == e.oid,
+                        Err(x) => {
+                            fail(&mut out, io(&e.path, x))?;
+                            return Ok(out);
+                        }
+                    }
             }
             0o120000 => {
                 meta.file_type().is_symlink()
-                    && blob_id(
-                        std::fs::read_link(&full)
-                            .map_err(|x| io(&e.path, x))?
-                            .as_os_str()
-                            .as_bytes(),
-                        sha256,
-                    ) == e.oid
+                    && match std::fs::read_link(&full) {
+                        Ok(target) => blob_id(target.as_os_str().as_bytes(), sha256) == e.oid,
+                        Err(x) => {
+                            fail(&mut out, io(&e.path, x))?;
+                            return Ok(out);
+                        }
+                    }
             }
             0o160000 if meta.is_dir() => {
                 out.gitlinks.push((e.path.clone(), e.oid.clone()));
@@ -844,16 +1076,18 @@ const CONVERSIONS: &[&str] = &[
     "working-tree-encoding",
 ];
 
-/// For tracked files whose raw content differs from HEAD: true when every one is clean
-/// after all (an LFS pointer whose object is the file); false when one differs without
-/// any conversion (dirty); an error when one is under a conversion this probe does not
-/// run.
-async fn converted_but_same(
+/// For tracked files whose raw content differs from HEAD: adds to `found` each that is
+/// unclean — every one without a conversion, and under `filter=lfs` one whose LFS
+/// object is not the file (one whose object is the file is clean). One under a
+/// conversion this probe does not run is an error while nothing else made the tree
+/// unclean, and is left unnamed after that (whether it differs cannot be told).
+async fn dirty_after_conversion(
     git: &Git,
     top: &Path,
     top_s: &str,
     differs: &[Tracked],
-) -> Result<bool, ProbeError> {
+    found: &mut Unclean,
+) -> Result<(), ProbeError> {
     let mut attrs: std::collections::HashMap<Vec<u8>, Vec<(String, String)>> = Default::default();
     for chunk in differs.chunks(500) {
         let mut args: Vec<String> = ["-C", top_s, "check-attr", "-z"]
@@ -878,17 +1112,23 @@ async fn converted_but_same(
     }
     for e in differs {
         let Some(conv) = attrs.get(&e.path) else {
-            return Ok(false);
+            found.add(&e.path);
+            continue;
         };
         if let [(name, value)] = conv.as_slice()
             && name == "filter"
             && value == "lfs"
             && e.mode != 0o120000
         {
-            if lfs_same(git, top, e).await? {
-                continue;
+            match found.soft(lfs_same(git, top, e).await)? {
+                Some(true) => {}
+                Some(false) => found.add(&e.path),
+                None => return Ok(()),
             }
-            return Ok(false);
+            continue;
+        }
+        if found.dirty {
+            continue;
         }
         let named: Vec<String> = conv.iter().map(|(n, v)| format!("{n}={v}")).collect();
         return Err(git_err(format!(
@@ -897,7 +1137,7 @@ async fn converted_but_same(
             named.join(", ")
         )));
     }
-    Ok(true)
+    Ok(())
 }
 
 /// A Git LFS pointer blob (`version https://git-lfs.github.com/spec/v1`, `oid
@@ -960,24 +1200,28 @@ async fn lfs_same(git: &Git, top: &Path, e: &Tracked) -> Result<bool, ProbeError
 
 /// A submodule is clean when it is not checked out (an empty directory, as git sees
 /// it) or its checked-out commit is the one HEAD records and its own tree is clean.
-async fn submodule_clean(
+/// What makes it unclean: the submodule's path itself (another commit, not a
+/// repository), or the paths inside it that differ, under its path.
+async fn submodule_unclean(
     git: &Git,
     top: &Path,
     path: &[u8],
     oid: &str,
-    deadline: std::time::Instant,
+    budget: Budget,
     depth: usize,
-) -> Result<bool, ProbeError> {
+) -> Result<Unclean, ProbeError> {
     use std::os::unix::ffi::OsStrExt;
+    let mut found = Unclean::default();
     let dir = top.join(std::ffi::OsStr::from_bytes(path));
     let empty = std::fs::read_dir(&dir)
         .map(|mut d| d.next().is_none())
         .unwrap_or(false);
     if empty {
-        return Ok(true);
+        return Ok(found);
     }
     if !dir.join(".git").exists() {
-        return Ok(false);
+        found.add(path);
+        return Ok(found);
     }
     if depth >= MAX_DEPTH {
         return Err(git_err(format!(
@@ -996,9 +1240,20 @@ async fn submodule_clean(
         .run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], KEEP)
         .await?;
     if head.exit_code != Some(0) || String::from_utf8_lossy(&head.stdout.kept).trim() != oid {
-        return Ok(false);
+        found.add(path);
+        return Ok(found);
     }
-    Box::pin(clean(&sub, deadline, depth + 1)).await
+    let inner = Box::pin(clean(&sub, budget, depth + 1)).await?;
+    found.dirty = inner.dirty;
+    for p in &inner.named {
+        let mut full = path.to_vec();
+        full.push(b'/');
+        full.extend_from_slice(p);
+        found.add(&full);
+    }
+    found.more += inner.more;
+    found.stopped = inner.stopped.map(|why| format!("in {}: {why}", show(path)));
+    Ok(found)
 }
 
 async fn is_sha256(git: &Git) -> Result<bool, ProbeError> {
@@ -1295,6 +1550,52 @@ user.name\nDev\0core.hooksPath\n.husky\0boolkey.x\0";
         let e = neutralise(b"core.WorkTree\n/elsewhere\0").unwrap_err();
         assert_eq!(e.key, "core.worktree");
         assert!(e.to_string().contains("core.worktree"));
+    }
+
+    /// At most [`MAX_UNCLEAN_NAMED`] paths are named and the rest counted; a staged
+    /// path is named once; after the first path an error only stops the search,
+    /// before it the error stands; the observed keys are scrubbed.
+    #[test]
+    fn unclean_paths_are_named_counted_and_soft_after_the_first() {
+        let mut u = Unclean::default();
+        assert!(u.soft::<()>(Err(git_err("before"))).is_err());
+        u.add_staged(b"staged.txt");
+        for i in 0..30 {
+            u.add(format!("f{i:02}").as_bytes());
+        }
+        u.add(b"staged.txt");
+        assert!(u.dirty);
+        assert_eq!(u.named.len(), MAX_UNCLEAN_NAMED);
+        assert_eq!(u.named[0], b"staged.txt");
+        assert_eq!(u.named[19], b"f18");
+        assert_eq!(u.more, 11);
+        assert!(matches!(u.soft::<()>(Err(git_err("after"))), Ok(None)));
+        assert!(matches!(u.soft::<()>(Err(git_err("later"))), Ok(None)));
+        let mut secrets = crate::Scrubber::default();
+        secrets.add("f00-secret-value");
+        u.named[1] = b"f00-secret-value".to_vec();
+        let mut obj = Map::new();
+        u.insert_into(&mut obj, &secrets);
+        assert_eq!(obj[UNCLEAN_PATHS].as_array().unwrap().len(), 20);
+        assert!(
+            !obj[UNCLEAN_PATHS][1].as_str().unwrap().contains("secret"),
+            "{obj:?}"
+        );
+        assert_eq!(obj[UNCLEAN_MORE], 11);
+        assert!(
+            obj[UNCLEAN_STOPPED].as_str().unwrap().contains("after"),
+            "{obj:?}"
+        );
+
+        // A submodule's findings, already under its path.
+        let mut inner = Unclean::default();
+        inner.add(b"sub/x");
+        inner.more = 2;
+        let mut outer = Unclean::default();
+        outer.merge(inner);
+        assert!(outer.dirty);
+        assert_eq!(outer.named, [b"sub/x".to_vec()]);
+        assert_eq!(outer.more, 2);
     }
 
     #[test]

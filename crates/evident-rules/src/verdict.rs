@@ -764,11 +764,18 @@ fn compare(e: &Evidence) -> Result<(Code, String), (Code, String)> {
         Cmp::Contradiction {
             path,
             expected,
-            observed,
-        } => (
-            Code::Contradicts,
-            format!("{path} expected {} but observed {}", short(&expected), short(&observed)),
-        ),
+            observed: seen,
+        } => {
+            let mut detail =
+                format!("{path} expected {} but observed {}", short(&expected), short(&seen));
+            // A git tree that is not clean: which paths made it so.
+            if path == "clean"
+                && let Some(paths) = crate::unclean::summary(&observed, 300)
+            {
+                detail.push_str(&format!(" (differs from HEAD at {paths})"));
+            }
+            (Code::Contradicts, detail)
+        }
         Cmp::Missing(path) => (
             Code::IncompleteObservation,
             format!("the observation does not include {path}: neither match nor contradiction"),

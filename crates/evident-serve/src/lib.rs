@@ -48,8 +48,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// The directory of served contracts (`NAME.toml` / `NAME.json`).
     pub contracts: PathBuf,
-    /// The ledger (SQLite path or `postgres://…`; default `$EVIDENT_LEDGER`, else
-    /// `.evident/ledger.db`).
+    /// The ledger (SQLite path or `postgres://…`; default `$EVIDENT_LEDGER`, else the
+    /// current repository's ledger in the state directory,
+    /// [`evident_ledger::default_location`]).
     pub ledger: Option<String>,
     /// The known bearer tokens.
     pub tokens: Tokens,

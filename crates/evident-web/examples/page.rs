@@ -1,7 +1,7 @@
 //! The page alone, over a ledger, for looking at it by hand and for tests:
 //!
 //! ```sh
-//! cargo run -p evident-web --example page -- --ledger .evident/ledger.db \
+//! cargo run -p evident-web --example page -- --ledger /var/lib/evident/ledger.db \
 //!     [--listen 127.0.0.1:8080] [--trust trust.toml]
 //! ```
 //!

@@ -23,7 +23,10 @@ pub enum Command {
 
 #[derive(clap::Args)]
 pub struct VerifyArgs {
-    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else .evident/ledger.db).
+    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else the
+    /// current repository's ledger, outside its working tree, at
+    /// $XDG_STATE_HOME/evident/ledgers/NAME-HASH/ledger.db; without XDG_STATE_HOME
+    /// ~/.local/state/evident/…, on macOS ~/Library/Application Support/evident/…).
     #[arg(long, value_name = "PATH|URL", conflicts_with = "export")]
     ledger: Option<String>,
     /// Verify an exported JSONL file offline instead of a ledger.
@@ -52,7 +55,10 @@ pub struct VerifyArgs {
 
 #[derive(clap::Args)]
 pub struct ExportArgs {
-    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else .evident/ledger.db).
+    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else the
+    /// current repository's ledger, outside its working tree, at
+    /// $XDG_STATE_HOME/evident/ledgers/NAME-HASH/ledger.db; without XDG_STATE_HOME
+    /// ~/.local/state/evident/…, on macOS ~/Library/Application Support/evident/…).
     #[arg(long, value_name = "PATH|URL")]
     ledger: Option<String>,
     /// Write to this file instead of standard output.

@@ -20,8 +20,11 @@ pub struct Args {
     /// The directory of contracts served (NAME.toml / NAME.json).
     #[arg(long, value_name = "DIR")]
     pub contracts: PathBuf,
-    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else
-    /// .evident/ledger.db). Keep it where the agent cannot write.
+    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else the
+    /// current directory's repository's ledger, outside its working tree, at
+    /// $XDG_STATE_HOME/evident/ledgers/NAME-HASH/ledger.db; without XDG_STATE_HOME
+    /// ~/.local/state/evident/…, on macOS ~/Library/Application Support/evident/…). Keep it
+    /// where the agent cannot write.
     #[arg(long, value_name = "PATH|URL")]
     pub ledger: Option<String>,
     /// The owner's policy a claim submitted without a contract is decided under (from

@@ -24,8 +24,11 @@ pub struct Args {
     /// Where to listen (a loopback address keeps read routes open).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else
-    /// .evident/ledger.db). Several servers share one PostgreSQL ledger as one chain.
+    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else the
+    /// current directory's repository's ledger, outside its working tree, at
+    /// $XDG_STATE_HOME/evident/ledgers/NAME-HASH/ledger.db; without XDG_STATE_HOME
+    /// ~/.local/state/evident/…, on macOS ~/Library/Application Support/evident/…). Several
+    /// servers share one PostgreSQL ledger as one chain.
     #[arg(long, value_name = "PATH|URL")]
     pub ledger: Option<String>,
     /// The tokens file (TOML: [[token]] name = "…" sha256 = "…").

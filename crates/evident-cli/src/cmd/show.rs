@@ -11,7 +11,10 @@ pub struct Args {
     /// Print the record as JSON (exactly what `evident ledger export` writes for it).
     #[arg(long)]
     json: bool,
-    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else .evident/ledger.db).
+    /// The ledger: a SQLite file or postgres://… (default: $EVIDENT_LEDGER, else the
+    /// current repository's ledger, outside its working tree, at
+    /// $XDG_STATE_HOME/evident/ledgers/NAME-HASH/ledger.db; without XDG_STATE_HOME
+    /// ~/.local/state/evident/…, on macOS ~/Library/Application Support/evident/…).
     #[arg(long, value_name = "PATH|URL")]
     ledger: Option<String>,
 }

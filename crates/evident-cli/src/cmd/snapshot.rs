@@ -32,9 +32,11 @@ pub struct Args {
     /// snapshot's hash is recorded in the ledger instead.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
-    /// The ledger that records an unsigned snapshot: a SQLite file path or
-    /// `postgres://…` (default: $EVIDENT_LEDGER, else `.evident/ledger.db`); the one
-    /// the gate reads. Keep it outside the agent's working tree.
+    /// The ledger that records an unsigned snapshot: a SQLite file path or `postgres://…`
+    /// (default: $EVIDENT_LEDGER, else the current repository's ledger, outside its working
+    /// tree, at $XDG_STATE_HOME/evident/ledgers/NAME-HASH/ledger.db; without XDG_STATE_HOME
+    /// ~/.local/state/evident/…, on macOS ~/Library/Application Support/evident/…); the one
+    /// the gate reads. Keep it where the agent cannot write.
     #[arg(long, value_name = "PATH|URL", conflicts_with = "key")]
     pub ledger: Option<String>,
     /// Directory that paths in the contract are relative to (default: the contract's

@@ -249,6 +249,8 @@ fn run_doc(doc: &str) {
             .current_dir(&work)
             .env("PATH", &path)
             .env_remove("EVIDENT_LEDGER")
+            // The default ledger goes to the state directory: this test's, not the user's.
+            .env("XDG_STATE_HOME", dir.path().join("state"))
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out).unwrap())
             .stderr(std::fs::File::create(&err).unwrap())

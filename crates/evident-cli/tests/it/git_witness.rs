@@ -173,3 +173,129 @@ fn hex_sha256(b: &[u8]) -> String {
     let out = child.wait_with_output().unwrap();
     String::from_utf8_lossy(&out.stdout)[..64].to_string()
 }
+
+/// A repository whose committed contract asks for a clean tree, with the claim
+/// committed beside it: an honest claim, gated from the repository's root.
+fn committed_world(r: &Path) {
+    std::fs::create_dir_all(r).unwrap();
+    git(r, &["init", "-q", "-b", "main"]);
+    std::fs::write(r.join("app.py"), "print('ok')\n").unwrap();
+    std::fs::write(
+        r.join("contract.toml"),
+        "[policy]\nrequires = [\"state_readback\"]\n\
+         [[check]]\nid = \"clean\"\ncheck_type = \"state_readback\"\ncovers = { kind = \"code_change\" }\nsource = { git = {} }\nexpected = { clean = true }\n",
+    )
+    .unwrap();
+    let at = time::OffsetDateTime::now_utc() - time::Duration::seconds(30);
+    let at = at
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    std::fs::write(
+        r.join("claim.json"),
+        format!(
+            r#"{{"spec_version": "0.1", "task": {{"id": "t"}}, "mutations": [{{"id": "m1", "kind": "code_change", "target": "app.py", "at": "{at}"}}]}}"#
+        ),
+    )
+    .unwrap();
+    git(r, &["add", "."]);
+    git(r, &["commit", "-q", "-m", "first"]);
+}
+
+/// Issue 22, item 8: `evident gate` from a repository's root with the default ledger
+/// leaves nothing in the tree (the ledger was `.evident/ledger.db` there, untracked,
+/// and the next `clean = true` check refuted the same honest claim). The default is in
+/// the state directory, one ledger per repository, and `--json` names it.
+#[test]
+fn the_default_ledger_leaves_nothing_in_the_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path().join("repo");
+    let state = tmp.path().join("state");
+    committed_world(&r);
+    let gate = || {
+        crate::support::evident_without_ledger()
+            .current_dir(&r)
+            .env("XDG_STATE_HOME", &state)
+            .args(["gate", "contract.toml", "claim.json", "--json"])
+            .output()
+            .unwrap()
+    };
+    for round in 0..2 {
+        let out = gate();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "round {round}: {stdout}\n{stderr}"
+        );
+        assert_eq!(
+            git(
+                &r,
+                &[
+                    "status",
+                    "--porcelain",
+                    "--untracked-files=all",
+                    "--ignored"
+                ]
+            ),
+            "",
+            "round {round}: the gate left files in the tree"
+        );
+        assert!(!stderr.contains("warning:"), "{stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["verdict"]["state"], "verified", "{stdout}");
+        // Where it was recorded is said on stderr (the JSON on stdout is the decision).
+        let line = format!("recorded as #{} in ", round + 1);
+        let at = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix(line.as_str()))
+            .and_then(|l| l.split(" (").next())
+            .unwrap_or_else(|| panic!("one chain, recorded as #{}: {stderr}", round + 1));
+        let ledgers = state.join("evident/ledgers");
+        assert!(at.starts_with(ledgers.to_str().unwrap()), "{at}");
+        assert!(
+            at.ends_with("/ledger.db") && Path::new(at).is_file(),
+            "{at}"
+        );
+    }
+
+    // A file the agent left: refuted, and the refusal names it (the reason and the
+    // report's line for the check; the JSON observation under `unclean_paths`).
+    std::fs::write(r.join("notes.txt"), "x").unwrap();
+    let out = crate::support::evident_without_ledger()
+        .current_dir(&r)
+        .env("XDG_STATE_HOME", &state)
+        .args(["gate", "contract.toml", "claim.json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let reason = text
+        .lines()
+        .find(|l| l.starts_with("reason"))
+        .unwrap_or_default();
+    assert!(
+        reason.contains("clean expected true but observed false (differs from HEAD at notes.txt)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not clean, differs from HEAD at: notes.txt"),
+        "{text}"
+    );
+    let out = crate::support::evident_without_ledger()
+        .current_dir(&r)
+        .env("XDG_STATE_HOME", &state)
+        .args(["gate", "contract.toml", "claim.json", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let observed = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|e| e["observed_value"].get("unclean_paths"))
+        .cloned();
+    assert_eq!(observed, Some(serde_json::json!(["notes.txt"])), "{v}");
+}

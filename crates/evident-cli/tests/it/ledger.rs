@@ -175,40 +175,139 @@ fn log_filters_and_prints_json() {
 
 #[test]
 fn log_uses_evident_ledger_then_the_default_file() {
+    let state = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join(".evident")).unwrap();
-    let path = dir.path().join(".evident/ledger.db");
-    evident_ledger::open(Some(path.to_str().unwrap()))
+    // The default is the repository's own ledger in the state directory, the same from
+    // any directory of the repository.
+    let repo = dir.path().canonicalize().unwrap().join("repo");
+    std::fs::create_dir_all(repo.join("sub")).unwrap();
+    crate::support::git(&repo, &["init", "-q"]);
+    let env = |k: &str| (k == "XDG_STATE_HOME").then(|| state.path().display().to_string());
+    let default = evident_ledger::place::default_ledger_in(&repo, &env).unwrap();
+    assert!(default.starts_with(state.path().join("evident/ledgers")));
+    evident_ledger::open(Some(default.to_str().unwrap()))
         .unwrap()
         .append(entry("t-default", "verified", "x"))
         .unwrap();
-    let out = evident_without_ledger()
-        .current_dir(dir.path())
-        .args(["log"])
-        .output()
-        .unwrap();
-    assert!(stdout(&out).contains("t-default"), "{}", stderr(&out));
+    for at in [repo.clone(), repo.join("sub")] {
+        let out = evident_without_ledger()
+            .current_dir(&at)
+            .env("XDG_STATE_HOME", state.path())
+            .args(["log"])
+            .output()
+            .unwrap();
+        assert!(stdout(&out).contains("t-default"), "{}", stderr(&out));
+        assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    }
 
     let other = tempfile::tempdir().unwrap();
     let (p2, _) = three(other.path());
     let out = evident_without_ledger()
-        .current_dir(dir.path())
+        .current_dir(&repo)
+        .env("XDG_STATE_HOME", state.path())
         .env("EVIDENT_LEDGER", &p2)
         .args(["log"])
         .output()
         .unwrap();
     assert_eq!(stdout(&out).lines().count(), 3);
 
-    // No ledger yet: nothing to list, nothing created.
+    // No ledger yet: nothing to list, nothing created, in the directory or the state.
     let empty = tempfile::tempdir().unwrap();
     let out = evident_without_ledger()
         .current_dir(empty.path())
+        .env("XDG_STATE_HOME", state.path())
         .args(["log"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("no records"), "{}", stderr(&out));
-    assert!(!empty.path().join(".evident").exists());
+    assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_dir(state.path().join("evident/ledgers"))
+            .unwrap()
+            .count(),
+        1,
+        "only the repository's"
+    );
+
+    // Neither XDG_STATE_HOME nor HOME: no default, said so (exit 2), nothing written.
+    let out = evident_without_ledger()
+        .current_dir(empty.path())
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("HOME")
+        .args(["verify", "-", "--now", "2026-08-27T18:04:10Z"])
+        .write_stdin(
+            std::fs::read(crate::support::workspace().join("examples/claim-verified.json"))
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no state directory"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("--ledger"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
+}
+
+/// A `.evident/ledger.db` of earlier versions (the old default) is named on stderr,
+/// once, with how to keep using it, while the default starts its own chain outside the
+/// tree; never read or forked silently.
+#[test]
+fn an_old_default_ledger_in_the_directory_is_named_once() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".evident")).unwrap();
+    let old = dir.path().join(".evident/ledger.db");
+    evident_ledger::open(Some(old.to_str().unwrap()))
+        .unwrap()
+        .append(entry("t-old", "verified", "x"))
+        .unwrap();
+    let run = |args: &[&str]| {
+        let out = evident_without_ledger()
+            .current_dir(dir.path())
+            .env("XDG_STATE_HOME", state.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code(), stdout(&out), stderr(&out))
+    };
+    let note = "note: the default ledger is now ";
+    // Reading: the note (the old chain is not read), and no ledger is created.
+    let (code, out, err) = run(&["log"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!out.contains("t-old"), "{out}");
+    assert_eq!(err.matches(note).count(), 1, "{err}");
+    assert!(err.contains("--ledger .evident/ledger.db"), "{err}");
+    assert!(
+        err.contains(&state.path().join("evident/ledgers").display().to_string()),
+        "{err}"
+    );
+    // Named, the old ledger is used as before, without the note.
+    let (_, out, err) = run(&["log", "--ledger", ".evident/ledger.db"]);
+    assert!(out.contains("t-old"), "{out}{err}");
+    assert!(!err.contains(note), "{err}");
+    // The first decision recorded at the default: the note once more, then never.
+    let claim = crate::support::workspace().join("examples/claim-verified.json");
+    let verify = [
+        "verify",
+        claim.to_str().unwrap(),
+        "--now",
+        "2026-08-27T18:04:10Z",
+    ];
+    let (code, _, err) = run(&verify);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches(note).count(), 1, "{err}");
+    assert!(err.contains("recorded as #1 in "), "{err}");
+    let (code, _, err) = run(&verify);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains(note), "{err}");
+    assert!(err.contains("recorded as #2 in "), "{err}");
+    // The old file is untouched: still its one record.
+    let l = evident_ledger::open_existing(Some(old.to_str().unwrap())).unwrap();
+    assert_eq!(l.verify().unwrap().records, 1);
 }
 
 #[test]
@@ -780,14 +879,16 @@ fn a_restored_older_copy_fails_against_the_checkpoint() {
     assert_eq!(s.verify_checkpoint().status.code(), Some(0));
 }
 
-/// The gate warns when its ledger (here the default `.evident/ledger.db` of a gate run
-/// from the repository) lies inside the contract root; not when it lies outside.
+/// The gate warns when its ledger (here `.evident/ledger.db`, the default of earlier
+/// versions, named from the repository) lies inside the contract root; not when it
+/// lies outside (the default now: see git_witness.rs).
 #[test]
 fn the_gate_warns_about_a_ledger_inside_the_contract_root() {
     let s = Setup::new();
     let out = evident_without_ledger()
         .current_dir(&s.repo)
         .args(["gate", "contract.toml", "claim.json", "--json"])
+        .args(["--ledger", ".evident/ledger.db"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -34,11 +34,27 @@ pub fn evident_in(dir: &Path) -> Command {
 }
 
 /// The binary with `EVIDENT_LEDGER` unset, for tests of the default location (or
-/// that pass `--ledger`).
+/// that pass `--ledger`). The default ledger is in the state directory, so that is one
+/// of this run's own ([`test_state_home`]), never the user's.
 pub fn evident_without_ledger() -> Command {
     let mut cmd = Command::new(bin());
-    cmd.env_remove("EVIDENT_LEDGER").env_remove("RUST_LOG");
+    cmd.env_remove("EVIDENT_LEDGER")
+        .env_remove("RUST_LOG")
+        .env("XDG_STATE_HOME", test_state_home());
     cmd
+}
+
+/// An `XDG_STATE_HOME` for this test process (under cargo's target/tmp), so a default
+/// ledger (`$XDG_STATE_HOME/evident/ledgers/…`) is never written to the user's.
+pub fn test_state_home() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("it-state-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap()
+            .keep()
+    })
 }
 
 /// A fresh ledger path in this test process's directory under cargo's target/tmp (one

@@ -16,20 +16,33 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// Keys of a failed test run's observation that are for people, shown as lines of
-/// their own rather than inside the observation's JSON.
+/// their own rather than inside the observation's JSON; so are the paths a git
+/// observation names when the tree is not clean ([`evident_rules::unclean`]).
 const FAILURE_KEYS: [&str; 3] = ["failed_tests", "stdout_tail", "stderr_tail"];
 
-/// An observation without [`FAILURE_KEYS`], and those keys as readable lines: which
-/// tests failed and how each output stream ended.
+/// An observation without [`FAILURE_KEYS`] (and the unclean paths' keys), and those
+/// keys as readable lines: which tests failed, how each output stream ended, which
+/// paths made a git tree unclean.
 pub(crate) fn split_failure(observed: &Value) -> (Value, Vec<String>) {
+    use evident_rules::unclean;
     let Some(obj) = observed.as_object() else {
         return (observed.clone(), Vec::new());
     };
-    if !FAILURE_KEYS.iter().any(|k| obj.contains_key(*k)) {
+    if !FAILURE_KEYS
+        .iter()
+        .chain(&unclean::UNCLEAN_KEYS)
+        .any(|k| obj.contains_key(*k))
+    {
         return (observed.clone(), Vec::new());
     }
     let mut rest = obj.clone();
     let mut lines = Vec::new();
+    if let Some(paths) = unclean::summary(obj, usize::MAX) {
+        lines.push(format!("not clean, differs from HEAD at: {paths}"));
+    }
+    for k in unclean::UNCLEAN_KEYS {
+        rest.shift_remove(k);
+    }
     if let Some(Value::Array(names)) = rest.shift_remove("failed_tests") {
         let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
         lines.push(format!("failed tests: {}", names.join(", ")));

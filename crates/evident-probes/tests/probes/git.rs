@@ -615,6 +615,150 @@ async fn only_committed_ignore_rules_hide_untracked_files() {
     assert_eq!(observe_clean(d.path()).await.unwrap(), json!(false));
 }
 
+/// When the tree is not clean the observation names the paths that differ (staged,
+/// changed, deleted, untracked), each once, at most 20, the rest counted, scrubbed of
+/// the contract's secrets; a clean tree names none. Naming more never changes
+/// `clean` or turns it into an error.
+#[tokio::test]
+async fn unclean_paths_name_what_differs() {
+    let d = tempfile::tempdir().unwrap();
+    repo(d.path());
+    let r = d.path().join("repo");
+    let observe = |c: evident_probes::Context| async move {
+        ok(run(&src(r#"{ git = { repo = "repo" } }"#), &c, 20.0).await)
+    };
+    let o = observe(ctx(d.path())).await;
+    assert_eq!(o["clean"], json!(true));
+    assert!(
+        !o.contains_key("unclean_paths") && !o.contains_key("unclean_more"),
+        "{o:?}"
+    );
+
+    // One untracked file: named.
+    std::fs::write(r.join("stray.txt"), "x").unwrap();
+    let o = observe(ctx(d.path())).await;
+    assert_eq!(o["clean"], json!(false));
+    assert_eq!(o["unclean_paths"], json!(["stray.txt"]));
+    assert_eq!(o["unclean_more"], json!(0));
+    assert!(!o.contains_key("unclean_stopped"), "{o:?}");
+
+    // Staged (and untracked relative to HEAD: named once), changed, deleted, and 25
+    // untracked files in a directory: 20 named in the order found, the rest counted.
+    std::fs::write(r.join("gone.txt"), "g").unwrap();
+    git(&r, &["add", "gone.txt"]);
+    git(&r, &["commit", "-q", "-m", "gone"]);
+    std::fs::remove_file(r.join("gone.txt")).unwrap();
+    std::fs::write(r.join("new.txt"), "n").unwrap();
+    git(&r, &["add", "new.txt"]);
+    std::fs::write(r.join("zip.txt"), "changed\n").unwrap();
+    std::fs::create_dir_all(r.join("many")).unwrap();
+    for i in 0..25 {
+        std::fs::write(r.join(format!("many/u{i:02}.txt")), "u").unwrap();
+    }
+    let o = observe(ctx(d.path())).await;
+    assert_eq!(o["clean"], json!(false));
+    // Found in this order: staged, missing, changed, then untracked as git lists them
+    // (sorted: `many/…`, then `new.txt`, already named, then `stray.txt`).
+    let named: Vec<String> = o["unclean_paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let mut want: Vec<String> = vec!["new.txt".into(), "gone.txt".into(), "zip.txt".into()];
+    want.extend((0..17).map(|i| format!("many/u{i:02}.txt")));
+    assert_eq!(named, want);
+    // 1 staged + 1 missing + 1 changed + 25 + stray.txt = 29 paths: 20 named, 9 more.
+    assert_eq!(o["unclean_more"], json!(9), "{o:?}");
+
+    // A path that holds a secret of the contract is named scrubbed (`run` finds the
+    // secret in no observation).
+    std::fs::write(r.join(format!("leak-{}.txt", crate::SECRET)), "s").unwrap();
+    let mut c = ctx(d.path());
+    c.secrets.add(crate::SECRET);
+    let o = observe(c).await;
+    let leak = o["unclean_paths"][3].as_str().unwrap();
+    assert!(leak.starts_with("leak-") && leak.ends_with(".txt"), "{o:?}");
+    assert_eq!(o["unclean_more"], json!(10), "{o:?}");
+}
+
+/// Paths in a submodule are named under its path, a submodule at another commit by
+/// its path; with an unborn HEAD, every staged file (named once).
+#[tokio::test]
+async fn unclean_paths_in_submodules_and_unborn_repositories() {
+    let d = tempfile::tempdir().unwrap();
+    repo(d.path());
+    let r = d.path().join("repo");
+    let sub = r.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    git(&sub, &["init", "-q", "-b", "main"]);
+    std::fs::write(sub.join("s.txt"), "s\n").unwrap();
+    git(&sub, &["add", "."]);
+    git(&sub, &["commit", "-q", "-m", "sub"]);
+    git(&r, &["add", "sub"]);
+    git(&r, &["commit", "-q", "-m", "with sub"]);
+    let observe =
+        || async { ok(run(&src(r#"{ git = { repo = "repo" } }"#), &ctx(d.path()), 20.0).await) };
+    assert_eq!(observe().await["clean"], json!(true));
+    std::fs::write(sub.join("s.txt"), "edited\n").unwrap();
+    let o = observe().await;
+    assert_eq!(
+        (&o["clean"], &o["unclean_paths"]),
+        (&json!(false), &json!(["sub/s.txt"]))
+    );
+    git(&sub, &["commit", "-q", "-am", "moved"]);
+    let o = observe().await;
+    assert_eq!(
+        (&o["clean"], &o["unclean_paths"]),
+        (&json!(false), &json!(["sub"]))
+    );
+
+    let fresh = d.path().join("fresh");
+    std::fs::create_dir(&fresh).unwrap();
+    git(&fresh, &["init", "-q", "-b", "main"]);
+    std::fs::write(fresh.join("a.txt"), "a").unwrap();
+    git(&fresh, &["add", "a.txt"]);
+    let o = ok(run(
+        &src(r#"{ git = { repo = "fresh" } }"#),
+        &ctx(d.path()),
+        20.0,
+    )
+    .await);
+    assert_eq!(o["commit_exists"], json!(false));
+    assert_eq!(
+        (&o["clean"], &o["unclean_paths"], &o["unclean_more"]),
+        (&json!(false), &json!(["a.txt"]), &json!(0))
+    );
+}
+
+/// Naming the paths never changes what `clean` decides: a differing file under a
+/// conversion the probe does not run is still an error when it alone differs, and
+/// still `clean = false`, without being named, when a staged change made the tree
+/// unclean first (as before paths were named).
+#[tokio::test]
+async fn naming_unclean_paths_keeps_the_decision() {
+    let d = tempfile::tempdir().unwrap();
+    repo(d.path());
+    let r = d.path().join("repo");
+    std::fs::write(r.join(".gitattributes"), "*.conv filter=x\n").unwrap();
+    std::fs::write(r.join("a.conv"), "a\n").unwrap();
+    std::fs::write(r.join("b.txt"), "b\n").unwrap();
+    git(&r, &["add", "."]);
+    git(&r, &["commit", "-q", "-m", "conv"]);
+    std::fs::write(r.join("a.conv"), "edited\n").unwrap();
+    let e = observe_clean(d.path()).await.unwrap_err();
+    assert!(e.to_string().contains("a.conv"), "{e}");
+    // Untracked files come after the tracked ones: still the same error.
+    std::fs::write(r.join("stray.txt"), "x").unwrap();
+    let e = observe_clean(d.path()).await.unwrap_err();
+    assert!(e.to_string().contains("a.conv"), "{e}");
+    std::fs::write(r.join("b.txt"), "staged\n").unwrap();
+    git(&r, &["add", "b.txt"]);
+    let o = ok(run(&src(r#"{ git = { repo = "repo" } }"#), &ctx(d.path()), 20.0).await);
+    assert_eq!(o["clean"], json!(false));
+    assert_eq!(o["unclean_paths"], json!(["b.txt", "stray.txt"]), "{o:?}");
+}
+
 /// A Git LFS file (pointer committed, the object in the work tree) reads clean without
 /// git-lfs running; an edit to it does not.
 #[tokio::test]
