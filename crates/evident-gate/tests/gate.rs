@@ -1197,8 +1197,11 @@ async fn readbacks_finish_before_any_command_starts() {
     let base = http_server().await;
     let dir = tempfile::tempdir().unwrap();
     let c = claim(&[("m1", "code_change", "app")], 5);
-    // The command writes the moment it started (ns since the epoch); the readback
-    // takes 50 ms, so if both ran at once the command would start long before it ends.
+    // The command writes the moment it started (ns since the epoch) to /dev/shm (a
+    // sandboxed run writes only its snapshot and /dev); the readback takes 50 ms, so if
+    // both ran at once the command would start long before it ends.
+    let started_file = format!("/dev/shm/evident-gate-test-{}-started", std::process::id());
+    let started = &started_file;
     let contract = format!(
         r#"
 [policy]
@@ -1206,7 +1209,7 @@ async fn readbacks_finish_before_any_command_starts() {
 id = "tests"
 check_type = "test_run"
 covers = {{ kind = "code_change" }}
-source = {{ command = {{ argv = ["sh", "-c", "date +%s%N > started; echo '1 passed in 0.01s'"], runner = "pytest", inherit_env = ["PATH"] }} }}
+source = {{ command = {{ argv = ["sh", "-c", "date +%s%N > {started}; echo '1 passed in 0.01s'"], runner = "pytest", inherit_env = ["PATH"] }} }}
 [[check]]
 id = "api"
 check_type = "state_readback"
@@ -1217,7 +1220,7 @@ expected = {{ status = 200 }}
     );
     let o = gate(&contract, &c, dir.path()).await;
     assert_state(&o, State::Verified);
-    let started: i128 = std::fs::read_to_string(dir.path().join("started"))
+    let started: i128 = std::fs::read_to_string(&started_file)
         .unwrap()
         .trim()
         .parse()

@@ -392,9 +392,12 @@ expected = {{ exit_code = 0, ran = true, failed = 0 }}
 }
 
 /// A test command (the agent's code) rewrites the row after the readback. Before the
-/// fix: verified, and the world was left wrong.
+/// first fix: verified, and the world was left wrong; then the readback after the
+/// commands caught it. Now the command runs in a snapshot of the tree, so the row it
+/// rewrites is the snapshot's copy: the tree's database is never touched, and the
+/// claim is decided on the row as it is.
 #[tokio::test]
-async fn a_test_command_that_rewrites_the_row_is_caught() {
+async fn a_test_command_cannot_rewrite_the_row_in_the_tree() {
     let dir = tempfile::tempdir().unwrap();
     billing_db(
         dir.path(),
@@ -403,14 +406,16 @@ async fn a_test_command_that_rewrites_the_row_is_caught() {
     let c = claim(&[("m1", "state_write", "accounts/4472")], json!([]));
     let contract = rewriting_command("UPDATE accounts SET billing_zip = '00000' WHERE id = '4472'");
     let o = gate(&contract, &c, dir.path()).await;
-    assert_state(&o, State::Refuted);
+    assert_state(&o, State::Verified);
+    let zips: Vec<&Value> = o
+        .runs
+        .iter()
+        .map(|r| &r.observed["billing_zip"])
+        .filter(|v| !v.is_null())
+        .collect();
     assert!(
-        o.verdict
-            .reason
-            .contains("state changed while the gate ran")
-            && o.verdict.reason.contains("00000"),
-        "{}",
-        o.verdict.reason
+        !zips.is_empty() && zips.iter().all(|z| **z == json!("10001")),
+        "{zips:?}"
     );
 }
 
@@ -428,8 +433,18 @@ async fn a_change_in_an_unnamed_key_does_not_block() {
         .replace("SELECT billing_zip FROM", "SELECT billing_zip, name FROM");
     let o = gate(&contract, &c, dir.path()).await;
     assert_state(&o, State::Verified);
-    let names: Vec<&Value> = o.runs.iter().map(|r| &r.observed["name"]).collect();
-    assert!(names.contains(&&json!("Globex")) && names.contains(&&json!("Globex 2")));
+    // The command ran in a snapshot: it rewrote the snapshot's copy of the database,
+    // never the tree's, so every readback sees the row as it was.
+    let names: Vec<&Value> = o
+        .runs
+        .iter()
+        .map(|r| &r.observed["name"])
+        .filter(|v| !v.is_null())
+        .collect();
+    assert!(
+        !names.is_empty() && names.iter().all(|n| **n == json!("Globex")),
+        "{names:?}"
+    );
 
     let json_contract = r#"
 [policy]
@@ -464,14 +479,13 @@ source = { command = { argv = ["sh", "-c", "printf '{\"flags\": {\"enabled\": tr
         r#"{"flags": {"enabled": true, "n": 1}}"#,
     )
     .unwrap();
+    // ... and a command that would turn the named key false writes only its snapshot:
+    // the tree's file, which the readback reads, is left as it was.
     let o = gate(&flips, &c, dir.path()).await;
-    assert_state(&o, State::Refuted);
-    assert!(
-        o.verdict
-            .reason
-            .contains("state changed while the gate ran"),
-        "{}",
-        o.verdict.reason
+    assert_state(&o, State::Verified);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("config.json")).unwrap(),
+        r#"{"flags": {"enabled": true, "n": 1}}"#
     );
 }
 

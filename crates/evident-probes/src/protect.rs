@@ -352,26 +352,39 @@ pub struct Laid {
     symlink: bool,
 }
 
+/// The laid files as they are now, after the owner's overlay changed some of them:
+/// the overlay's content is what the run must leave alone (files it removed are dropped).
+pub fn restamp(snap_root: &Path, laid: Vec<Laid>) -> Vec<Laid> {
+    laid.into_iter()
+        .filter_map(|mut l| {
+            l.oid = current_id(snap_root, &l)?;
+            Some(l)
+        })
+        .collect()
+}
+
+/// A laid path's id in the snapshot now (`None`: gone, or of another type).
+fn current_id(snap_root: &Path, l: &Laid) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let p = snap_root.join(&l.rel);
+    let sha256 = l.oid.len() == 64;
+    match std::fs::symlink_metadata(&p) {
+        Ok(m) if l.symlink && m.file_type().is_symlink() => std::fs::read_link(&p)
+            .ok()
+            .map(|t| crate::git::blob_id(t.as_os_str().as_bytes(), sha256)),
+        Ok(m) if !l.symlink && m.is_file() => {
+            crate::git::file_blob_id(&p, m.len(), sha256, None).ok()
+        }
+        _ => None,
+    }
+}
+
 /// The protected files the run changed in the snapshot: a build script or a test that
 /// rewrote a protected test before it ran (a workspace member's `build.rs` did) makes
 /// the run's result worthless, whatever it says.
 pub fn tampered(snap_root: &Path, laid: &[Laid]) -> Vec<String> {
-    use std::os::unix::ffi::OsStrExt;
     laid.iter()
-        .filter(|l| {
-            let p = snap_root.join(&l.rel);
-            let sha256 = l.oid.len() == 64;
-            let now = match std::fs::symlink_metadata(&p) {
-                Ok(m) if l.symlink && m.file_type().is_symlink() => std::fs::read_link(&p)
-                    .ok()
-                    .map(|t| crate::git::blob_id(t.as_os_str().as_bytes(), sha256)),
-                Ok(m) if !l.symlink && m.is_file() => {
-                    crate::git::file_blob_id(&p, m.len(), sha256, None).ok()
-                }
-                _ => None,
-            };
-            now.as_deref() != Some(l.oid.as_str())
-        })
+        .filter(|l| current_id(snap_root, l).as_deref() != Some(l.oid.as_str()))
         .map(|l| l.rel.clone())
         .collect()
 }

@@ -141,6 +141,7 @@ pub async fn take(req: Request<'_>) -> Result<Snapshot, ProbeError> {
         protected = laid;
         if let Some(o) = &req.protect.and_then(|p| p.overlay.clone()) {
             overlay_files = overlay(&root, &snap_root, o, req.path_var, deadline)?;
+            protected = protect::restamp(&snap_root, protected);
         }
     }
 

@@ -474,8 +474,10 @@ fn contract_check_finds_owner_mistakes() {
         &std::fs::read_to_string(workspace().join("examples/billing/contract.toml")).unwrap(),
     );
     assert_eq!(code, 0, "{out}");
-    assert_eq!(out.matches("warning: ").count(), 1, "{out}");
+    assert_eq!(out.matches("warning: ").count(), 2, "{out}");
     assert!(out.contains("agent's own runner configuration"), "{out}");
+    // ...and its test run would pass with a test skipped at run time.
+    assert!(out.contains("would pass with a test skipped"), "{out}");
 }
 
 /// `--dry-run` runs nothing and says which checks apply; `--only` runs one check and is

@@ -15,7 +15,7 @@ use crate::support::{evident_in, git, json_of, run};
 const SDIST_SHA256: &str = "bc3af051d7d14b2ee5ef9969666def0cd1a000e121eaea580d4a313df4b37f32";
 
 /// The owner's test patch: a test of `len(IniConfig)`, which the release lacks.
-const TEST_PATCH: &str = "--- a/testing/test_iniconfig.py\n+++ b/testing/test_iniconfig.py\n@@ -1,3 +1,8 @@\n+def test_len_counts_sections():\n+    from iniconfig import IniConfig\n+    assert len(IniConfig(\"x\", data=\"[a]\\n[b]\\n\")) == 2\n+\n+\n";
+const TEST_PATCH: &str = "--- a/testing/test_iniconfig.py\n+++ b/testing/test_iniconfig.py\n@@ -1,3 +1,8 @@\n+def test_len_counts_sections():\n+    from iniconfig import IniConfig\n+    assert len(IniConfig(\"x\", data=\"[a]\\n[b]\\n\")) == 2\n+\n+\n import py\n import pytest\n from iniconfig import IniConfig, ParseError, __all__ as ALL\n";
 
 /// The release, unpacked and committed as the base; returns the base commit.
 fn release(dir: &Path, sdist: &Path) -> String {
@@ -74,7 +74,7 @@ requires = ["test_run"]
 id = "tests"
 check_type = "test_run"
 covers = {{ kind = "code_change" }}
-source = {{ command = {{ argv = ["python3", "-m", "pytest", "-q", "testing"], inherit_env = ["PATH", "HOME"], env = {{ PYTHONPATH = "src" }}, timeout_s = 300, base_tests = "{base}", protect = {{ base = "{base}", paths = ["testing/**"], overlay = "{}" }} }} }}
+source = {{ command = {{ argv = ["python3", "-m", "pytest", "-q", "testing"], inherit_env = ["PATH", "HOME"], env = {{ PYTHONPATH = "src" }}, timeout_s = 300, base_tests = "{base}", protect = {{ base = "{base}", paths = ["testing/conftest.py"], overlay = "{}" }} }} }}
 expected = {{ regressed = 0, added_failed = 0, tests_passed = ["{f2p}"] }}
 "#,
                 patch.display()

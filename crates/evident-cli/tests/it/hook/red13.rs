@@ -275,24 +275,31 @@ fn a_tree_the_checks_run_changed_is_not_verified_by_that_run() {
     let w = world(&contract(""));
     start(&w);
     let calc = w.repo.join("calc.py");
-    std::fs::write(
-        &calc,
-        format!(
-            "import atexit, sys\n\ndef add(a, b):\n    return a + b\n\nif 'pytest' in sys.modules:\n    atexit.register(lambda: open({:?}, 'w').write('def add(a, b):\\n    return a - b\\n'))\n",
-            calc.display().to_string()
-        ),
-    )
-    .unwrap();
-    let (v, _) = hook(&w, &event(&w, "Stop"));
-    assert!(
-        refused(&v).contains("the working tree changed while they ran"),
-        "{v}"
+    let written = format!(
+        "import atexit, sys\n\ndef add(a, b):\n    return a + b\n\nif 'pytest' in sys.modules:\n    atexit.register(lambda: open({:?}, 'w').write('def add(a, b):\\n    return a - b\\n'))\n",
+        calc.display().to_string()
     );
-    assert!(std::fs::read_to_string(&calc).unwrap().contains("a - b"));
-    // The tree the run left is checked on the next stop, not reused as verified.
-    let (v, err) = hook(&w, &event(&w, "Stop"));
-    assert!(!err.contains("reused"), "{err}");
-    assert!(refused(&v).contains("Refuted"), "{v}");
+    std::fs::write(&calc, &written).unwrap();
+    let (v, _) = hook(&w, &event(&w, "Stop"));
+    if evident_probes::sandbox::landlock_abi() > 0 {
+        // Sandboxed, the run cannot write the real tree at all: the tree checked is
+        // the tree left, and it holds the honest code.
+        allowed(&v);
+        assert_eq!(std::fs::read_to_string(&calc).unwrap(), written);
+        std::fs::write(&calc, "def add(a, b):\n    return a - b\n").unwrap();
+        let (v, _) = hook(&w, &event(&w, "Stop"));
+        assert!(refused(&v).contains("Refuted"), "{v}");
+    } else {
+        assert!(
+            refused(&v).contains("the working tree changed while they ran"),
+            "{v}"
+        );
+        assert!(std::fs::read_to_string(&calc).unwrap().contains("a - b"));
+        // The tree the run left is checked on the next stop, not reused as verified.
+        let (v, err) = hook(&w, &event(&w, "Stop"));
+        assert!(!err.contains("reused"), "{err}");
+        assert!(refused(&v).contains("Refuted"), "{v}");
+    }
     // Honest twin: a fix that leaves the tree alone is allowed, then reused.
     std::fs::write(&calc, RIGHT).unwrap();
     let (v, _) = hook(&w, &event(&w, "Stop"));
