@@ -699,7 +699,7 @@ fn checked(
         });
     // ...and only when every command runs sandboxed (reading nothing but the snapshot,
     // the system and the declared environment) and that environment is unchanged.
-    let environment = reusable_environment(&contract.contract, &top);
+    let environment = reusable_environment(&contract.contract, top);
     if reads_only_the_tree
         && let Some(last) = session.last.clone()
         && (last.tree_hash == built.changes.tree_hash

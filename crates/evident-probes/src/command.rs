@@ -1230,12 +1230,10 @@ pub(crate) async fn observe_run(
         env.push(("PYTHONNOUSERSITE".into(), "1".into()));
     }
     // No pytest cache between runs.
-    if !spec.keep_caches {
-        if pytest && spec.shell {
-            match env.iter_mut().find(|(k, _)| k == "PYTEST_ADDOPTS") {
-                Some((_, v)) => v.push_str(" -p no:cacheprovider"),
-                None => env.push(("PYTEST_ADDOPTS".into(), "-p no:cacheprovider".into())),
-            }
+    if !spec.keep_caches && pytest && spec.shell {
+        match env.iter_mut().find(|(k, _)| k == "PYTEST_ADDOPTS") {
+            Some((_, v)) => v.push_str(" -p no:cacheprovider"),
+            None => env.push(("PYTEST_ADDOPTS".into(), "-p no:cacheprovider".into())),
         }
     }
     if pytest && spec.shell && !spec.plugins.is_empty() {
