@@ -186,6 +186,42 @@ fn environment(root: &Path, id: &str) -> String {
     }
 }
 
+/// The report format of the runner behind `npm test`, where its script names one that
+/// prints TAP (tape, node-tap, node's own test runner): `npm test` alone says nothing.
+fn npm_runner(root: &Path, id: &str) -> Option<&'static str> {
+    if id != "npm-test" {
+        return None;
+    }
+    let pkg = std::fs::read_to_string(root.join("package.json")).ok()?;
+    let v: Value = serde_json::from_str(&pkg).ok()?;
+    // `test` often only runs another script (`npm run tests-only`): followed a few deep.
+    let mut todo = vec![("test".to_string(), 0)];
+    while let Some((name, depth)) = todo.pop() {
+        let Some(script) = v
+            .pointer(&format!("/scripts/{name}"))
+            .and_then(Value::as_str)
+        else {
+            continue;
+        };
+        let words: Vec<&str> = script.split_whitespace().collect();
+        if words
+            .iter()
+            .any(|w| matches!(*w, "tape" | "tap" | "node-tap" | "borp"))
+            || script.contains("node --test")
+        {
+            return Some("tap");
+        }
+        if depth < 3 {
+            for pair in words.windows(3) {
+                if pair[0] == "npm" && pair[1] == "run" {
+                    todo.push((pair[2].trim_matches(['\'', '"']).to_string(), depth + 1));
+                }
+            }
+        }
+    }
+    None
+}
+
 fn toml_list(v: &[String]) -> String {
     let items: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
     format!("[{}]", items.join(", "))
@@ -236,7 +272,7 @@ covers = {{ kind = "code_change" }}
 # The tests run in a scratch copy where these paths hold their content at the session's
 # baseline (the commit the agent started from): an agent's edit to a test or to the
 # runner's configuration does not count. Outside a hook, pass `evident gate --baseline REV`.
-source = {{ command = {{ argv = {argv}, inherit_env = ["PATH", "HOME"], timeout_s = {CHECK_TIMEOUT_S},{base_tests} protect = {{ base = "@baseline", paths = {protect} }}{env} }} }}
+source = {{ command = {{ argv = {argv}, inherit_env = ["PATH", "HOME"], timeout_s = {CHECK_TIMEOUT_S},{runner}{base_tests} protect = {{ base = "@baseline", paths = {protect} }}{env} }} }}
 expected = {expected}
 "#,
             argv = toml_list(argv),
@@ -247,6 +283,9 @@ expected = {expected}
                 ""
             },
             env = environment(root, id),
+            runner = npm_runner(root, id)
+                .map(|r| format!(" runner = \"{r}\","))
+                .unwrap_or_default(),
             expected = if id == "pytest" {
                 "{ regressed = 0, added_failed = 0, ran = true }"
             } else {
@@ -402,4 +441,59 @@ pub fn plan(agent: Agent, root: &Path, binary: &Path) -> Result<Vec<(PathBuf, St
     let text = serde_json::to_string_pretty(&merged).map_err(json("the merged settings"))? + "\n";
     out.push((settings, text));
     Ok(out)
+}
+
+#[cfg(test)]
+mod starter {
+    use super::*;
+
+    fn write(dir: &Path, rel: &str, text: &str) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// The corpus's refusals of honest work: a pytest project with no configuration
+    /// file naming pytest got no check; a `python -m unittest` project with a tox.ini
+    /// got pytest; `npm test` running tape printed TAP nobody read.
+    #[test]
+    fn the_runner_the_project_really_uses() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            d.path(),
+            "setup.py",
+            "from setuptools import setup\nsetup()\n",
+        );
+        write(d.path(), "pkg/tests/test_x.py", "def test_x():\n    pass\n");
+        let c = contract_text(d.path(), &detect(d.path()));
+        assert!(
+            c.contains("\"pytest\"") && c.contains("base_tests = \"@baseline\""),
+            "{c}"
+        );
+        assert!(c.contains("regressed = 0"), "{c}");
+
+        write(
+            d.path(),
+            "tox.ini",
+            "[testenv]\ncommands = python -m unittest discover\n",
+        );
+        let c = contract_text(d.path(), &detect(d.path()));
+        assert!(
+            c.contains("\"unittest\"") && !c.contains("\"pytest\""),
+            "{c}"
+        );
+
+        let n = tempfile::tempdir().unwrap();
+        write(
+            n.path(),
+            "package.json",
+            r#"{"scripts": {"test": "npm run tests-only", "tests-only": "nyc tape 'test/**/*.js'"}}"#,
+        );
+        let c = contract_text(n.path(), &detect(n.path()));
+        assert!(c.contains("runner = \"tap\""), "{c}");
+        // Twin: a runner evident reads by its own output gets no runner named.
+        write(n.path(), "package.json", r#"{"scripts": {"test": "jest"}}"#);
+        let c = contract_text(n.path(), &detect(n.path()));
+        assert!(!c.contains("runner ="), "{c}");
+    }
 }

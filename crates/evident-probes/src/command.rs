@@ -1217,6 +1217,11 @@ pub(crate) async fn observe_run(
         snap.tmp.join("target").display().to_string(),
     );
     set_default("CARGO_TERM_COLOR", "never".into());
+    // Off the network, cargo resolves from CARGO_HOME's cache instead of failing to
+    // reach the index.
+    if !spec.network && crate::sandbox::netns_available() {
+        set_default("CARGO_NET_OFFLINE", "true".into());
+    }
     set_default("NO_COLOR", "1".into());
     if pytest {
         // No plugin but those the contract names (`plugins`, loaded with -p).
