@@ -57,6 +57,21 @@ pub struct Snapshot {
     pub watched: Vec<PathBuf>,
 }
 
+/// Nothing of a run is kept once it is read: the snapshot, its temporary directory
+/// (cargo's build among it) and the reports are removed, so slots cost no disk between
+/// runs (the slot itself and its lock file stay, for the next run of the check).
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        for d in ["tree", "tmp", "reports"] {
+            let p = self.slot.join(d);
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+                protect::make_writable(&p);
+                let _ = std::fs::remove_dir_all(&p);
+            }
+        }
+    }
+}
+
 /// What a snapshot is made from.
 pub struct Request<'a> {
     pub root: &'a Path,
