@@ -438,6 +438,15 @@ const MAX_LIST: u64 = 256 * 1024 * 1024;
 /// Submodules are examined this many levels deep; deeper ones are an error.
 const MAX_DEPTH: usize = 4;
 
+/// `git -C TOP ARGS…` as owned arguments (the clean check runs git at the top).
+fn at_top(top: &str, args: &[&str]) -> Vec<String> {
+    ["-C", top]
+        .iter()
+        .chain(args)
+        .map(|s| s.to_string())
+        .collect()
+}
+
 fn git_err(reason: impl Into<String>) -> ProbeError {
     ProbeError::Git {
         reason: reason.into(),
@@ -614,13 +623,7 @@ async fn clean(git: &Git, budget: Budget, depth: usize) -> Result<Unclean, Probe
             .to_string(),
     );
     let top_s = top.to_string_lossy().into_owned();
-    let at = |args: &[&str]| -> Vec<String> {
-        ["-C", top_s.as_str()]
-            .iter()
-            .chain(args)
-            .map(|s| s.to_string())
-            .collect()
-    };
+    let at = |args: &[&str]| at_top(&top_s, args);
     let run_at = |args: Vec<String>, env: Vec<(String, String)>| async move {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         listing(git, &refs, &env).await
@@ -775,13 +778,7 @@ async fn untracked(
     has_head: bool,
     found: &mut Unclean,
 ) -> Result<(), ProbeError> {
-    let at = |args: &[&str]| -> Vec<String> {
-        ["-C", top_s]
-            .iter()
-            .chain(args)
-            .map(|s| s.to_string())
-            .collect()
-    };
+    let at = |args: &[&str]| at_top(top_s, args);
     let run_at = |args: Vec<String>, env: Vec<(String, String)>| async move {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         listing(git, &refs, &env).await
